@@ -1,0 +1,32 @@
+"""minijit: a small, readable tracing JIT compiler for NumPy programs.
+
+    import minijit as mj
+    import minijit.numpy as mnp
+
+    @mj.jit
+    def f(x):
+        return mnp.sum(mnp.tanh(x) * 2.0)
+
+    print(mj.make_jaxpr(f)(np.ones(3)))
+
+The public API mirrors JAX for the subset it supports; see README.md for the course map.
+"""
+
+from minijit import array_methods as _array_methods  # noqa: F401  (attaches tracer operators)
+from minijit import errors, lax, tree_util
+from minijit import numpy as numpy
+from minijit.array import Array
+from minijit.config import config, disable_jit
+from minijit.core import Primitive, ShapedArray, bind
+from minijit.interpret import eval_jaxpr
+from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, typecheck_jaxpr
+from minijit.jit import jit, make_jaxpr
+from minijit.tracing import Tracer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapedArray", "Tracer", "Var",
+    "bind", "config", "disable_jit", "errors", "eval_jaxpr", "jit", "lax", "make_jaxpr",
+    "numpy", "tree_util", "typecheck_jaxpr",
+]

@@ -1,0 +1,201 @@
+"""How a call's arguments split into static values and traced leaves (chapter 04).
+
+`jit` and `make_jaxpr` see `f(*args, **kwargs)`. Static arguments (named by position or by
+name; each implies the other through `f`'s signature) are hashed into the cache key as values.
+Every other argument is a pytree whose leaves are traced; only their abstract values (shape,
+dtype, weak type) and the tree's structure go into the key.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from minijit import dtypes
+from minijit.core import ShapedArray
+from minijit.tree_util import PyTreeDef, tree_flatten_with_path, tree_unflatten
+
+
+def _as_tuple(x) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, (int, str)):
+        return (x,)
+    return tuple(x)
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """What `jit(f, static_argnums=..., ...)` was told, resolved against `f`'s signature."""
+
+    fun_name: str
+    param_names: tuple[str, ...]  # positional parameter names, in order (None for *args)
+    static_argnums: frozenset[int]
+    static_argnames: frozenset[str]
+    donate_argnums: frozenset[int]
+
+    @staticmethod
+    def make(fun: Callable, static_argnums=None, static_argnames=None,
+             donate_argnums=None) -> ArgSpec:
+        nums = set(_as_tuple(static_argnums))
+        names = set(_as_tuple(static_argnames))
+        try:
+            params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                      p.POSITIONAL_OR_KEYWORD)]
+        has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+        for n in list(nums):
+            if not isinstance(n, int):
+                raise TypeError(f"static_argnums must be ints, got {n!r}")
+            if n < 0:
+                nums.discard(n)
+                n += len(positional)
+                nums.add(n)
+            if n < len(positional) and positional[n].kind == positional[n].POSITIONAL_OR_KEYWORD:
+                names.add(positional[n].name)
+            elif n >= len(positional) and not has_varargs and params:
+                raise ValueError(
+                    f"static_argnums={n} but `{fun.__name__}` has only "
+                    f"{len(positional)} positional parameters"
+                )
+        for name in list(names):
+            idx = next((i for i, p in enumerate(positional) if p.name == name), None)
+            if idx is not None:
+                nums.add(idx)
+            elif params and not any(p.name == name for p in params) and not any(
+                p.kind == p.VAR_KEYWORD for p in params
+            ):
+                raise ValueError(
+                    f"static_argnames={name!r} but `{fun.__name__}` has no parameter "
+                    f"named {name!r}"
+                )
+        donate = set(_as_tuple(donate_argnums))
+        if donate & nums:
+            raise ValueError("an argument cannot be both static and donated")
+        return ArgSpec(
+            getattr(fun, "__name__", "fun"),
+            tuple(p.name for p in positional),
+            frozenset(nums), frozenset(names), frozenset(donate),
+        )
+
+    def positional_name(self, i: int) -> str:
+        return self.param_names[i] if i < len(self.param_names) else f"args[{i}]"
+
+
+@dataclass
+class SplitArgs:
+    """One call's arguments, split. `key` is hashable and equal for calls that may share a
+    compiled function."""
+
+    leaves: list[Any]  # the dynamic leaves, as passed
+    leaf_names: list[str]  # `x`, `params['w']`, `args[2]`
+    leaf_avals: list[tuple]  # (shape, dtype, weak_type) per leaf: cheap to hash
+    in_tree: PyTreeDef  # structure of (dynamic positional args, dynamic kwargs)
+    static_key: tuple  # (("arg", i, value) | ("kwarg", name, value), ...)
+    static_names: list[str]  # name of each static entry, for explanations
+    donated: list[bool]  # per leaf
+    positions: list  # where each top-level dynamic arg goes: ("arg", i) or ("kwarg", name)
+    statics: dict  # position -> static value
+
+    @property
+    def key(self) -> tuple:
+        return (self.in_tree, tuple(self.leaf_avals), self.static_key)
+
+    def shaped_arrays(self) -> list[ShapedArray]:
+        return [ShapedArray(*a) for a in self.leaf_avals]
+
+    def rebuild(self, leaves: Sequence) -> tuple[tuple, dict]:
+        """(args, kwargs) for calling the user's function, with `leaves` in place."""
+        dyn_args, dyn_kwargs = tree_unflatten(self.in_tree, leaves)
+        values = dict(self.statics)
+        values.update(zip([p for p in self.positions if p[0] == "arg"], dyn_args))
+        values.update({("kwarg", k): v for k, v in dyn_kwargs.items()})
+        n_pos = max([p[1] for p in values if p[0] == "arg"], default=-1) + 1
+        args = tuple(values[("arg", i)] for i in range(n_pos))
+        kwargs = {p[1]: v for p, v in values.items() if p[0] == "kwarg"}
+        return args, kwargs
+
+
+def leaf_aval(x, name: str, fun_name: str) -> tuple:
+    """`(shape, dtype, weak_type)` of one dynamic leaf, or a TypeError naming the argument."""
+    if isinstance(x, np.ndarray):
+        if x.dtype not in dtypes.SHORT_NAMES:
+            raise TypeError(
+                f"argument `{name}` of `{fun_name}` has dtype {x.dtype}, which minijit does not "
+                f"support; convert it, e.g. x.astype(np.float64)"
+            )
+        return (x.shape, x.dtype, False)
+    if isinstance(x, bool):
+        return ((), dtypes.bool_, False)
+    if isinstance(x, int):
+        return ((), dtypes.int_, True)
+    if isinstance(x, float):
+        return ((), dtypes.float_, True)
+    if isinstance(x, np.generic) and x.dtype in dtypes.SHORT_NAMES:
+        return ((), x.dtype, False)
+    raise TypeError(
+        f"argument `{name}` of `{fun_name}` is a {type(x).__name__}, not an array, so it "
+        f"cannot be traced. If it is a setting known before the call, mark it static: "
+        f"jit({fun_name}, static_argnames=('{name.split('[')[0]}',))"
+    )
+
+
+def split_args(spec: ArgSpec, args: tuple, kwargs: dict) -> SplitArgs:
+    dyn_args, dyn_kwargs, positions = [], {}, []
+    static_key, static_names, statics = [], [], {}
+    for i, a in enumerate(args):
+        name = spec.positional_name(i)
+        if i in spec.static_argnums:
+            static_key.append(("arg", i, _hashable(a, name, spec.fun_name)))
+            static_names.append(name)
+            statics[("arg", i)] = a
+        else:
+            dyn_args.append(a)
+            positions.append(("arg", i))
+    for k in sorted(kwargs):
+        if k in spec.static_argnames:
+            static_key.append(("kwarg", k, _hashable(kwargs[k], k, spec.fun_name)))
+            static_names.append(k)
+            statics[("kwarg", k)] = kwargs[k]
+        else:
+            dyn_kwargs[k] = kwargs[k]
+    leaves, avals, names, donated = [], [], [], []
+    pos_names = [spec.positional_name(p[1]) for p in positions]
+    with_path, tree_args = tree_flatten_with_path(tuple(dyn_args))
+    for path, leaf in with_path:
+        # path looks like "[0]['w']": replace the leading [i] by the parameter's name
+        i = int(path[1:path.index("]")])
+        names.append(pos_names[i] + path[path.index("]") + 1:])
+        donated.append(positions[i][1] in spec.donate_argnums)
+        leaves.append(leaf)
+    kw_with_path, tree_kwargs = tree_flatten_with_path(dyn_kwargs)
+    for path, leaf in kw_with_path:
+        key = path[2:path.index("]") - 1]  # "['name']..." -> name
+        names.append(key + path[path.index("]") + 1:])
+        donated.append(False)
+        leaves.append(leaf)
+    for leaf, name in zip(leaves, names):
+        avals.append(leaf_aval(leaf, name, spec.fun_name))
+    in_tree = PyTreeDef("tuple", None, (tree_args, tree_kwargs))
+    return SplitArgs(leaves, names, avals, in_tree, tuple(static_key), static_names, donated,
+                     positions, statics)
+
+
+def _hashable(value, name: str, fun_name: str):
+    try:
+        hash(value)
+    except TypeError as e:
+        hint = " (pass a tuple instead of a list)" if isinstance(value, list) else ""
+        raise ValueError(
+            f"Non-hashable static arguments are not supported: static argument `{name}` of "
+            f"`{fun_name}` is a {type(value).__name__}{hint}. The error was: {e}. Static "
+            "values are part of the cache key, so they must be hashable; arrays should be "
+            "passed as dynamic (non-static) arguments."
+        ) from None
+    return value

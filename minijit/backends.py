@@ -1,0 +1,47 @@
+"""Backends: what turns an (optimized) ClosedJaxpr into something callable (chapters 04, 08).
+
+A backend has a `name` and `compile(closed_jaxpr) -> Executable`. An executable is called
+with the flat list of dynamic arguments and returns the flat list of outputs, and can show
+what it runs with `as_text()`. `jit` looks backends up by name, so adding one (Numba code
+generation in chapter 08) is one entry in `BACKENDS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from minijit.interpret import eval_jaxpr
+from minijit.ir import ClosedJaxpr
+
+
+class InterpreterExecutable:
+    """Runs the Jaxpr with `eval_jaxpr`, equation by equation, on NumPy."""
+
+    def __init__(self, closed: ClosedJaxpr):
+        self.closed = closed
+
+    def __call__(self, *args) -> Sequence[np.ndarray]:
+        return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+
+    def as_text(self) -> str:
+        return str(self.closed)
+
+
+class InterpreterBackend:
+    name = "interpreter"
+
+    def compile(self, closed: ClosedJaxpr) -> InterpreterExecutable:
+        return InterpreterExecutable(closed)
+
+
+BACKENDS = {"interpreter": InterpreterBackend()}
+DEFAULT_BACKEND = "interpreter"
+
+
+def get_backend(name: str | None):
+    name = name or DEFAULT_BACKEND
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}")
+    return BACKENDS[name]

@@ -1,0 +1,160 @@
+"""The core vocabulary: abstract values, primitives, `bind` and the rule tables (chapters 02-03).
+
+A *primitive* is an operation minijit knows natively (`add`, `reduce_sum`, `dot_general`).
+Every interpretation of a program is a table from primitive to rule:
+
+- `abstract_eval_rules[p](*avals, **params) -> avals`: shape and dtype inference;
+- `impl_rules[p](*arrays, **params) -> arrays`: run it on NumPy (in `interpret.py`);
+- later tables: `numba_rules` (code generation), rules for the optimizer's passes.
+
+`bind(p, *args, **params)` is the single entry point for applying a primitive: inside a trace
+it records an equation, outside one it runs the primitive eagerly on NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from minijit import dtypes
+
+# --------------------------------------------------------------------------- abstract values
+
+
+@dataclass(frozen=True)
+class ShapedArray:
+    """An abstract value ("aval"): everything the compiler may know about an array.
+
+    Invariants: `shape` is a tuple of non-negative ints, `dtype` a supported `np.dtype`.
+    `weak_type` marks values that came from Python scalars (they adopt their partner's dtype).
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    weak_type: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", dtypes.canonicalize(self.dtype))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(
+            self.shape if shape is None else shape,
+            self.dtype if dtype is None else dtype,
+            self.weak_type if weak_type is None else weak_type,
+        )
+
+    def strip_weak_type(self) -> ShapedArray:
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def str_short(self) -> str:
+        """`f64[3,4]`, the form the printer uses."""
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __str__(self) -> str:
+        return self.str_short()
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of a concrete value (array, NumPy scalar or Python scalar)."""
+    if isinstance(x, np.ndarray):
+        return ShapedArray(x.shape, x.dtype)
+    if isinstance(x, np.generic):
+        return ShapedArray((), x.dtype)
+    if isinstance(x, (bool, int, float)):
+        # bool is not weak (it has no wider partner to adopt), as in JAX.
+        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    raise TypeError(f"{type(x).__name__} is not an array type minijit understands")
+
+
+# --------------------------------------------------------------------------- primitives
+
+
+class Primitive:
+    """A named operation. Identity matters: rule tables are keyed by the object."""
+
+    def __init__(self, name: str, *, multiple_results: bool = False, effectful: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.effectful = effectful  # effectful equations are never removed or merged
+
+    def bind(self, *args, **params):
+        return bind(self, *args, **params)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+AbstractEvalRule = Callable[..., list[ShapedArray]]
+
+abstract_eval_rules: dict[Primitive, AbstractEvalRule] = {}
+impl_rules: dict[Primitive, Callable[..., list[np.ndarray]]] = {}
+
+# Named groups that passes and code generation ask about, instead of comparing names.
+UNARY: set[Primitive] = set()
+BINARY: set[Primitive] = set()
+ELEMENTWISE: set[Primitive] = set()  # unary, binary, select_n, convert_element_type
+COMMUTATIVE: set[Primitive] = set()
+COMPARISONS: set[Primitive] = set()
+REDUCTIONS: set[Primitive] = set()
+
+
+def abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:
+    return abstract_eval_rules[prim](*avals, **params)
+
+
+# --------------------------------------------------------------------------- the trace stack
+
+# The active traces, innermost last. A trace is anything with `process_primitive` (see
+# tracing.JaxprTrace); an empty stack means "evaluate eagerly".
+trace_stack: list[Any] = []
+
+
+def current_trace():
+    return trace_stack[-1] if trace_stack else None
+
+
+def bind(prim: Primitive, *args, **params):
+    """Apply `prim` to `args`: stage it into the innermost trace, or run it on NumPy.
+
+    Returns one value, or a list of values when `prim.multiple_results`.
+    """
+    trace = current_trace()
+    if trace is not None:
+        outs = trace.process_primitive(prim, args, params)
+    else:
+        outs = _eval_eagerly(prim, args, params)
+    return outs if prim.multiple_results else outs[0]
+
+
+def _eval_eagerly(prim: Primitive, args, params):
+    from minijit.array import wrap  # the eager array type
+    from minijit.tracing import Tracer
+
+    for a in args:
+        if isinstance(a, Tracer):
+            a.raise_leaked()  # a tracer outside any trace has escaped it
+    # Shape and dtype checks first, so eager and traced code fail with the same message.
+    out_avals = abstract_eval(prim, [get_aval(a) for a in args], params)
+    vals = [np.asarray(a) for a in args]
+    with np.errstate(all="ignore"):
+        outs = impl_rules[prim](*vals, **params)
+    return [wrap(np.asarray(o, dtype=aval.dtype)) for o, aval in zip(outs, out_avals)]

@@ -1,0 +1,56 @@
+"""Explaining cache misses: why did this call trace again? (chapter 04)
+
+For each retrace we compare the new cache key with every key seen before and describe the
+closest one's differences, in JAX's words: `* at x, now f64[4] and before f64[3]`. We also
+notice a jitted function whose cache is empty although the same code was traced before: the
+sign of a function (or `jit(...)` wrapper) re-created on every call.
+"""
+
+from __future__ import annotations
+
+from minijit.arguments import SplitArgs
+from minijit.core import ShapedArray
+
+
+def _aval_str(aval: tuple) -> str:
+    return ShapedArray(*aval).str_short()
+
+
+def differences(new: SplitArgs, old: SplitArgs) -> list[str]:
+    """One `* at NAME, now ... and before ...` line per differing part of two calls."""
+    out = []
+    if new.in_tree != old.in_tree:
+        out.append(f"* the structure of the traced arguments, now {new.in_tree} "
+                   f"and before {old.in_tree}")
+    else:
+        for name, a, b in zip(new.leaf_names, new.leaf_avals, old.leaf_avals):
+            if a != b:
+                weak = ""
+                if a[:2] == b[:2]:
+                    weak = " (a Python scalar is weakly typed; an array is not)"
+                out.append(f"* at {name}, now {_aval_str(a)} and before {_aval_str(b)}{weak}")
+    new_static = dict(zip(new.static_names, (k[2] for k in new.static_key)))
+    old_static = dict(zip(old.static_names, (k[2] for k in old.static_key)))
+    for name in sorted(set(new_static) | set(old_static)):
+        a, b = new_static.get(name, "<absent>"), old_static.get(name, "<absent>")
+        if name not in new_static or name not in old_static or a != b:
+            out.append(f"* at {name} (static), now {a!r} and before {b!r}")
+    return out
+
+
+def explain_miss(fun_name: str, where: str | None, new: SplitArgs,
+                 previous: list[SplitArgs], recreated_from: str | None) -> str:
+    head = f"TRACING CACHE MISS at {where or '<unknown>'} for `{fun_name}` because:"
+    if not previous:
+        if recreated_from:
+            return (f"{head}\n  never seen function: `{fun_name}` was traced before as a "
+                    f"different function object (defined at {recreated_from}). A lambda or "
+                    "nested def created on every call, or jit(...) applied inside a loop, starts "
+                    "with an empty cache each time. Create the jitted function once and reuse it.")
+        return f"{head}\n  this is the first call (nothing is cached yet)."
+    ranked = sorted(previous, key=lambda old: len(differences(new, old)))
+    diffs = differences(new, ranked[0])
+    n = len(previous)
+    seen = f"all {n} previously seen cache keys differ" if n > 1 else (
+        "the previously seen cache key differs")
+    return f"{head}\n  {seen}. Closest previous key:\n  " + "\n  ".join(diffs)

@@ -1,0 +1,161 @@
+"""`x[idx]` and `x.at[idx].set(v)` in terms of slicing primitives (chapter 04).
+
+Supported index components: Python ints, slices with static bounds (any step), `None`,
+`...`, and traced integer scalars. A traced index becomes a `dynamic_slice` (reads clamp into
+bounds, as in JAX; negative indices count from the end). Updates build a new array with
+`dynamic_update_slice`; an update at an out-of-bounds index is dropped, as in JAX.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from minijit import dtypes, lax
+from minijit.tracing import Tracer
+
+_UNSUPPORTED = (
+    "minijit supports indexing with ints, slices, None, ... and traced integer scalars; got {}."
+    " For a boolean mask use mnp.where(mask, x, 0); for several indices, index one at a time."
+)
+
+
+@dataclass
+class _Axis:
+    """How one axis of the array is indexed."""
+
+    start: object  # int, or a traced integer scalar
+    size: int  # elements kept along this axis
+    step: int = 1
+    drop: bool = False  # an integer index removes the axis
+    dynamic: bool = False
+
+
+def _parse(shape, index) -> tuple[list[_Axis], list[int]]:
+    """Per-axis plan, and the positions (in the result) where `None` adds an axis."""
+    index = index if isinstance(index, tuple) else (index,)
+    for i in index:
+        if isinstance(i, (list, np.ndarray)) or (
+            isinstance(i, Tracer) and (i.ndim != 0 or not dtypes.is_int(i.dtype))
+        ) or isinstance(i, bool):
+            raise IndexError(_UNSUPPORTED.format(f"an index of type {type(i).__name__}"))
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    n_ellipsis = sum(1 for i in index if i is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if n_real > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
+                         f"but {n_real} were indexed")
+    expanded = []
+    for i in index:
+        if i is Ellipsis:
+            expanded += [slice(None)] * (len(shape) - n_real)
+        else:
+            expanded.append(i)
+    if not n_ellipsis:
+        expanded += [slice(None)] * (len(shape) - n_real)
+
+    axes, new_axes, out_pos, dim = [], [], 0, 0
+    for i in expanded:
+        if i is None:
+            new_axes.append(out_pos)
+            out_pos += 1
+            continue
+        d = shape[dim]
+        if isinstance(i, Tracer):
+            axes.append(_Axis(i, 1, drop=True, dynamic=True))
+        elif isinstance(i, slice):
+            start, stop, step = i.indices(d)
+            axes.append(_Axis(start, len(range(start, stop, step)), step))
+            out_pos += 1
+        else:
+            try:
+                k = operator.index(i)
+            except TypeError:
+                raise IndexError(_UNSUPPORTED.format(f"{i!r}")) from None
+            if not -d <= k < d:
+                raise IndexError(f"index {k} is out of bounds for axis {dim} with size {d}")
+            axes.append(_Axis(k % d, 1, drop=True))
+        dim += 1
+    return axes, new_axes
+
+
+def _normalize(i, d: int):
+    """A traced index counts from the end when negative, as in NumPy."""
+    from minijit import numpy as mnp
+
+    return mnp.where(mnp.less(i, 0), mnp.add(i, d), i)
+
+
+def getitem(x, index):
+    """`x[index]` for a tracer (or any array), using the primitives of `lax`."""
+    shape = tuple(x.shape)
+    axes, new_axes = _parse(shape, index)
+    # 1. static slicing: reverse axes with negative steps, then one `slice`.
+    rev = [k for k, a in enumerate(axes) if a.step < 0]
+    if rev:
+        x = lax.rev(x, rev)
+    starts, limits, strides = [], [], []
+    for k, a in enumerate(axes):
+        if a.dynamic:
+            starts.append(0), limits.append(shape[k]), strides.append(1)
+            continue
+        step = abs(a.step)
+        start = shape[k] - 1 - a.start if a.step < 0 else a.start
+        starts.append(start if a.size else 0)
+        limits.append(start + (a.size - 1) * step + 1 if a.size else 0)
+        strides.append(step)
+    if (starts, limits) != ([0] * len(shape), list(shape)) or any(s != 1 for s in strides):
+        x = lax.slice(x, starts, limits, None if all(s == 1 for s in strides) else strides)
+    # 2. traced integer indices: one dynamic_slice.
+    if any(a.dynamic for a in axes):
+        cur = tuple(x.shape)
+        dyn_starts = [_normalize(a.start, cur[k]) if a.dynamic else 0 for k, a in enumerate(axes)]
+        sizes = [1 if a.dynamic else cur[k] for k, a in enumerate(axes)]
+        x = lax.dynamic_slice(x, dyn_starts, sizes)
+    # 3. drop integer-indexed axes, then add the `None` axes.
+    dropped = [k for k, a in enumerate(axes) if a.drop]
+    if dropped:
+        x = lax.squeeze(x, dropped)
+    if new_axes:
+        from minijit import numpy as mnp
+
+        x = mnp.expand_dims(x, new_axes)
+    return x
+
+
+def index_update(x, index, values, how: str):
+    """The array `x` with `x[index]` combined with `values` (`how`: set, add, ...)."""
+    from minijit import numpy as mnp
+
+    x = mnp.asarray(x)
+    shape = tuple(x.shape)
+    axes, new_axes = _parse(shape, index)
+    if new_axes or any(a.step != 1 for a in axes):
+        raise IndexError(
+            "x.at[...] updates support ints, traced ints, unit-step slices and ...; "
+            f"got {index!r}"
+        )
+    if any(not a.dynamic and a.size == 0 for a in axes):
+        return x  # an empty slice updates nothing
+    window = [a.size for a in axes]
+    kept = tuple(a.size for a in axes if not a.drop)
+    values = mnp.astype(mnp.broadcast_to(mnp.asarray(values), kept), x.dtype)
+    update = mnp.reshape(values, window)
+    starts = [_normalize(a.start, d) if a.dynamic else a.start for a, d in zip(axes, shape)]
+    dynamic = [(a.start, d) for a, d in zip(axes, shape) if a.dynamic]
+    current = lax.dynamic_slice(x, starts, window) if how != "set" or dynamic else None
+    if how != "set":
+        combine = {"add": mnp.add, "multiply": mnp.multiply, "min": mnp.minimum,
+                   "max": mnp.maximum}[how]
+        update = mnp.astype(combine(current, update), x.dtype)
+    if dynamic:
+        # Out-of-bounds updates are dropped: write back what is there instead.
+        ok = None
+        for i, d in dynamic:
+            in_bounds = mnp.logical_and(mnp.greater_equal(i, -d), mnp.less(i, d))
+            ok = in_bounds if ok is None else mnp.logical_and(ok, in_bounds)
+        update = mnp.where(ok, update, current)
+    return lax.dynamic_update_slice(x, update, starts)

@@ -1,0 +1,192 @@
+"""`eval_jaxpr` and the NumPy implementation of every primitive (chapter 03).
+
+This is the executable specification: every backend (and every optimizer pass) is tested
+against it. Rules are written for clarity, not speed. Each `impl_rules[p]` takes NumPy arrays
+and returns a list of arrays whose shapes and dtypes match the primitive's abstract-eval rule;
+`eval_jaxpr` checks that, so a wrong rule fails loudly here instead of somewhere downstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+
+from minijit import primitives as P
+from minijit.core import impl_rules
+from minijit.ir import Jaxpr, Lit, pp_eqn_alone
+
+
+class EvalError(RuntimeError):
+    """An equation failed while being evaluated; the message names it and its source line."""
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
+    """Run `jaxpr` on NumPy values; returns the list of outputs."""
+    if len(consts) != len(jaxpr.constvars) or len(args) != len(jaxpr.invars):
+        raise TypeError(
+            f"eval_jaxpr: expected {len(jaxpr.constvars)} consts and {len(jaxpr.invars)} args, "
+            f"got {len(consts)} and {len(args)}"
+        )
+    env: dict[int, np.ndarray] = {}
+
+    def read(a):
+        return np.asarray(a.val, dtype=a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+
+    for v, x in zip((*jaxpr.constvars, *jaxpr.invars), (*consts, *args)):
+        env[id(v)] = np.asarray(x, dtype=v.aval.dtype)
+    with np.errstate(all="ignore"):  # like JAX: 1/0 is inf without a warning
+        for eqn in jaxpr.eqns:
+            try:
+                outs = impl_rules[eqn.primitive](*map(read, eqn.invars), **eqn.params)
+            except Exception as e:
+                where = f" (from {eqn.source})" if eqn.source else ""
+                raise EvalError(
+                    f"while evaluating `{pp_eqn_alone(eqn)}`{where}: {type(e).__name__}: {e}"
+                ) from e
+            for v, out in zip(eqn.outvars, outs):
+                out = np.asarray(out)
+                if out.shape != v.aval.shape or out.dtype != v.aval.dtype:
+                    raise EvalError(
+                        f"impl rule of {eqn.primitive.name} returned {out.dtype}{out.shape}, "
+                        f"expected {v.aval} in `{pp_eqn_alone(eqn)}`"
+                    )
+                env[id(v)] = out
+    return [read(a) for a in jaxpr.outvars]
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+def _vectorized(f, *args, **_):
+    return [f(*args)]
+
+
+_UNARY = {
+    P.neg_p: np.negative, P.abs_p: np.abs, P.sign_p: np.sign, P.floor_p: np.floor,
+    P.ceil_p: np.ceil, P.exp_p: np.exp, P.log_p: np.log, P.log1p_p: np.log1p,
+    P.expm1_p: np.expm1, P.sin_p: np.sin, P.cos_p: np.cos, P.tan_p: np.tan,
+    P.tanh_p: np.tanh, P.sqrt_p: np.sqrt, P.not_p: np.invert,
+}
+_BINARY = {
+    P.add_p: np.add, P.sub_p: np.subtract, P.mul_p: np.multiply, P.div_p: np.true_divide,
+    P.floor_divide_p: np.floor_divide, P.remainder_p: np.remainder, P.pow_p: np.power,
+    P.max_p: np.maximum, P.min_p: np.minimum, P.and_p: np.bitwise_and, P.or_p: np.bitwise_or,
+    P.xor_p: np.bitwise_xor, P.eq_p: np.equal, P.ne_p: np.not_equal, P.lt_p: np.less,
+    P.le_p: np.less_equal, P.gt_p: np.greater, P.ge_p: np.greater_equal,
+}
+for _p, _f in {**_UNARY, **_BINARY}.items():
+    impl_rules[_p] = partial(_vectorized, _f)
+
+impl_rules[P.integer_pow_p] = lambda x, *, y: [np.power(x, np.asarray(y, dtype=x.dtype))]
+impl_rules[P.convert_element_type_p] = lambda x, *, new_dtype, weak_type: [
+    x.astype(new_dtype)
+]
+
+
+def _select_n(pred, *cases):
+    if pred.dtype == np.bool_:
+        pred = pred.astype(np.int64)
+    return [np.choose(pred, [np.broadcast_to(c, np.broadcast(pred, *cases).shape)
+                             for c in cases])]
+
+
+impl_rules[P.select_n_p] = _select_n
+
+# --------------------------------------------------------------------------- reductions
+
+impl_rules[P.reduce_sum_p] = lambda x, *, axes: [np.sum(x, axis=tuple(axes), dtype=x.dtype)]
+impl_rules[P.reduce_prod_p] = lambda x, *, axes: [np.prod(x, axis=tuple(axes), dtype=x.dtype)]
+impl_rules[P.reduce_max_p] = lambda x, *, axes: [np.max(x, axis=tuple(axes))]
+impl_rules[P.reduce_min_p] = lambda x, *, axes: [np.min(x, axis=tuple(axes))]
+impl_rules[P.argmax_p] = lambda x, *, axes, index_dtype: [
+    np.argmax(x, axis=axes[0]).astype(index_dtype)
+]
+impl_rules[P.argmin_p] = lambda x, *, axes, index_dtype: [
+    np.argmin(x, axis=axes[0]).astype(index_dtype)
+]
+
+
+def _dot_general(lhs, rhs, *, dimension_numbers, preferred_element_type):
+    (lc, rc), _ = dimension_numbers
+    out = np.tensordot(lhs, rhs, axes=(tuple(lc), tuple(rc)))
+    return [np.asarray(out).astype(preferred_element_type, copy=False)]
+
+
+impl_rules[P.dot_general_p] = _dot_general
+
+# --------------------------------------------------------------------------- shapes
+
+impl_rules[P.reshape_p] = lambda x, *, new_sizes: [np.reshape(x, new_sizes)]
+impl_rules[P.transpose_p] = lambda x, *, permutation: [np.transpose(x, permutation)]
+impl_rules[P.squeeze_p] = lambda x, *, dimensions: [np.squeeze(x, axis=tuple(dimensions))]
+impl_rules[P.rev_p] = lambda x, *, dimensions: [np.flip(x, axis=tuple(dimensions))]
+impl_rules[P.concatenate_p] = lambda *xs, dimension: [np.concatenate(xs, axis=dimension)]
+
+
+def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
+    # Give x a size-1 axis everywhere it is not mapped, then let NumPy broadcast.
+    expanded = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        expanded[d] = x.shape[i]
+    return [np.broadcast_to(np.reshape(x, expanded), shape).copy()]
+
+
+impl_rules[P.broadcast_in_dim_p] = _broadcast_in_dim
+
+
+def _pad(x, value, *, padding_config):
+    shape = tuple(
+        lo + hi + d + max(d - 1, 0) * interior for d, (lo, hi, interior) in
+        zip(x.shape, padding_config)
+    )
+    out = np.full(shape, value, dtype=x.dtype)
+    index = tuple(
+        slice(lo, lo + d + max(d - 1, 0) * interior, interior + 1)
+        for d, (lo, _, interior) in zip(x.shape, padding_config)
+    )
+    out[index] = x
+    return [out]
+
+
+impl_rules[P.pad_p] = _pad
+
+
+def _slice(x, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    return [x[tuple(slice(s, e, st) for s, e, st in zip(start_indices, limit_indices, strides))]]
+
+
+impl_rules[P.slice_p] = _slice
+
+
+def _clamped_starts(shape, sizes, indices):
+    """Clamp each start so that the window fits, as XLA (and so JAX) does."""
+    return [int(np.clip(int(i), 0, d - s)) for i, d, s in zip(indices, shape, sizes)]
+
+
+def _dynamic_slice(x, *indices, slice_sizes):
+    starts = _clamped_starts(x.shape, slice_sizes, indices)
+    return [x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))].copy()]
+
+
+def _dynamic_update_slice(x, update, *indices):
+    starts = _clamped_starts(x.shape, update.shape, indices)
+    out = x.copy()
+    out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape))] = update
+    return [out]
+
+
+impl_rules[P.dynamic_slice_p] = _dynamic_slice
+impl_rules[P.dynamic_update_slice_p] = _dynamic_update_slice
+
+
+def _iota(*, dtype, shape, dimension):
+    expanded = [1] * len(shape)
+    expanded[dimension] = shape[dimension]
+    ramp = np.arange(shape[dimension], dtype=dtype).reshape(expanded)
+    return [np.broadcast_to(ramp, shape).copy()]
+
+
+impl_rules[P.iota_p] = _iota

@@ -1,0 +1,267 @@
+"""The intermediate representation: a jaxpr (chapter 03).
+
+Grammar (as printed):
+
+    jaxpr ::= { lambda constvar* ; invar* . let eqn* in ( outvar* ) }
+    eqn   ::= outvar* = primitive[param=value ...] atom*
+    atom  ::= var | literal           var ::= a:f64[3,4]     literal ::= 2.0:f64[]
+
+Invariants (checked by `typecheck_jaxpr`):
+- every Var is defined exactly once (as a constvar, invar or equation output) before use;
+- each equation's output avals are what its primitive's abstract-eval rule says;
+- literals are scalars (rank 0); array constants are constvars;
+- the IR is immutable: passes build new Jaxprs, they never edit one.
+
+Higher-order primitives (a fused kernel, the branches of `cond`) keep sub-Jaxprs in their
+params: one IR, not two.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from minijit.core import Primitive, ShapedArray, abstract_eval
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True, eq=False)
+class Var:
+    """A value defined once. Compared by identity; names are given only when printing."""
+
+    aval: ShapedArray
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval})"
+
+
+@dataclass(frozen=True, eq=False)
+class Lit:
+    """A scalar constant written inline, such as `2.0:f64[]`."""
+
+    val: Any
+    aval: ShapedArray
+
+    def __post_init__(self):
+        assert self.aval.shape == (), "literals are scalars; arrays become constvars"
+
+
+Atom = Var | Lit
+
+
+@dataclass(frozen=True, eq=False)
+class Eqn:
+    """`outvars = primitive[params] invars`. `source` is the user's line that staged it."""
+
+    primitive: Primitive
+    invars: tuple[Atom, ...]
+    outvars: tuple[Var, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Jaxpr:
+    """A function in the IR. `constvars` are bound to arrays held by a ClosedJaxpr."""
+
+    constvars: tuple[Var, ...]
+    invars: tuple[Var, ...]
+    eqns: tuple[Eqn, ...]
+    outvars: tuple[Atom, ...]
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outvars]
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self)
+
+
+@dataclass(frozen=True, eq=False)
+class ClosedJaxpr:
+    """A Jaxpr together with the values of its constvars (what `make_jaxpr` returns)."""
+
+    jaxpr: Jaxpr
+    consts: tuple[Any, ...]
+
+    @property
+    def eqns(self) -> tuple[Eqn, ...]:
+        return self.jaxpr.eqns
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.in_avals
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return self.jaxpr.out_avals
+
+    def __str__(self) -> str:
+        return pp_jaxpr(self.jaxpr)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, p, cycle):  # IPython shows the printed form
+        p.text(str(self))
+
+
+# --------------------------------------------------------------------------- printing
+
+
+class _Names:
+    """Gives vars names in order of appearance: a, b, ..., z, ba, bb, ... (as JAX does)."""
+
+    def __init__(self):
+        self.names: dict[int, str] = {}
+        self.counter = itertools.count()
+
+    def __call__(self, v: Var) -> str:
+        if id(v) not in self.names:
+            self.names[id(v)] = _name_for(next(self.counter))
+        return self.names[id(v)]
+
+
+def _name_for(i: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    name = ""
+    while True:
+        name = letters[i % 26] + name
+        i //= 26
+        if i == 0:
+            return name
+
+
+def pp_atom(a: Atom, names: _Names) -> str:
+    if isinstance(a, Lit):
+        return f"{_pp_scalar(a.val, a.aval)}:{a.aval.str_short()}"
+    return names(a)
+
+
+def _pp_scalar(val, aval: ShapedArray) -> str:
+    val = np.asarray(val, dtype=aval.dtype).item()
+    return repr(val)
+
+
+def _pp_binder(v: Var, names: _Names) -> str:
+    return f"{names(v)}:{v.aval.str_short()}"
+
+
+def pp_param(value, names: _Names, indent: int) -> str:
+    if isinstance(value, Jaxpr):
+        return _pp_jaxpr(value, names, indent)
+    if isinstance(value, ClosedJaxpr):
+        return _pp_jaxpr(value.jaxpr, names, indent)
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, tuple) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
+        pad = " " * (indent + 2)
+        inner = "\n".join(pad + pp_param(x, names, indent + 2) for x in value)
+        return f"(\n{inner}\n{' ' * indent})"
+    return repr(value)
+
+
+def _has_subjaxpr(eqn: Eqn) -> bool:
+    def sub(v):
+        return isinstance(v, (Jaxpr, ClosedJaxpr)) or (
+            isinstance(v, tuple) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v)
+        )
+
+    return any(sub(v) for v in eqn.params.values())
+
+
+def pp_eqn(eqn: Eqn, names: _Names, indent: int = 4) -> str:
+    lhs = " ".join(_pp_binder(v, names) for v in eqn.outvars) or "_"
+    rhs_args = " ".join(pp_atom(a, names) for a in eqn.invars)
+    if not eqn.params:
+        return f"{lhs} = {eqn.primitive.name} {rhs_args}".rstrip()
+    if _has_subjaxpr(eqn):
+        pad = " " * (indent + 2)
+        params = "\n".join(
+            f"{pad}{k}={pp_param(v, names, indent + 2)}" for k, v in sorted(eqn.params.items())
+        )
+        return f"{lhs} = {eqn.primitive.name}[\n{params}\n{' ' * indent}] {rhs_args}".rstrip()
+    params = " ".join(f"{k}={pp_param(v, names, indent)}" for k, v in sorted(eqn.params.items()))
+    return f"{lhs} = {eqn.primitive.name}[{params}] {rhs_args}".rstrip()
+
+
+def _pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int) -> str:
+    consts = " ".join(_pp_binder(v, names) for v in jaxpr.constvars)
+    args = " ".join(_pp_binder(v, names) for v in jaxpr.invars)
+    head = f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"
+    body = [" " * (indent + 4) + pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
+    outs = " ".join(pp_atom(a, names) for a in jaxpr.outvars)
+    outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
+    if not body:
+        return f"{head}  in {outs}"
+    return "\n".join([head, *body, f"{' ' * (indent + 2)}in {outs}"])
+
+
+def pp_jaxpr(jaxpr: Jaxpr) -> str:
+    """Print a Jaxpr in JAX's layout. Deterministic: names follow order of appearance."""
+    return _pp_jaxpr(jaxpr, _Names(), 0)
+
+
+def pp_eqn_alone(eqn: Eqn) -> str:
+    """One equation with fresh names, for error messages: `c:f64[3] = mul a b`."""
+    return pp_eqn(eqn, _Names(), 0)
+
+
+# --------------------------------------------------------------------------- type checking
+
+
+class JaxprTypeError(TypeError):
+    """The IR broke one of its invariants (a bug in a pass or a rule, not in user code)."""
+
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+    """Check the invariants in this module's docstring; raise JaxprTypeError naming the eqn."""
+    defined: set[int] = set()
+
+    def define(v: Var, where: str):
+        if not isinstance(v, Var):
+            raise JaxprTypeError(f"{where}: binder {v!r} is not a Var")
+        if id(v) in defined:
+            raise JaxprTypeError(f"{where}: variable defined twice ({v.aval})")
+        defined.add(id(v))
+
+    def check_atom(a: Atom, where: str):
+        if isinstance(a, Lit):
+            if a.aval.shape != ():
+                raise JaxprTypeError(f"{where}: literal of shape {a.aval.shape}")
+        elif id(a) not in defined:
+            raise JaxprTypeError(f"{where}: variable of type {a.aval} used before definition")
+
+    for v in jaxpr.constvars:
+        define(v, "constvars")
+    for v in jaxpr.invars:
+        define(v, "invars")
+    for eqn in jaxpr.eqns:
+        where = f"in `{pp_eqn_alone(eqn)}`"
+        for a in eqn.invars:
+            check_atom(a, where)
+        try:
+            expected = abstract_eval(eqn.primitive, [a.aval for a in eqn.invars], eqn.params)
+        except Exception as e:
+            raise JaxprTypeError(f"{where}: {e}") from e
+        got = [v.aval for v in eqn.outvars]
+        if [a.strip_weak_type() for a in expected] != [a.strip_weak_type() for a in got]:
+            raise JaxprTypeError(
+                f"{where}: outputs typed {[str(a) for a in got]}, "
+                f"but {eqn.primitive.name} gives {[str(a) for a in expected]}"
+            )
+        for v in eqn.outvars:
+            define(v, where)
+    for a in jaxpr.outvars:
+        check_atom(a, "outvars")
+

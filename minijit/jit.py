@@ -1,0 +1,329 @@
+"""`jit` and `make_jaxpr`: signature -> cache -> trace -> (passes) -> backend -> call (chapter 04).
+
+A call to a jitted function:
+1. splits the arguments into static values and traced leaves (`arguments.py`);
+2. looks the key (tree structure, leaf shapes/dtypes/weak types, static values) up in the
+   function's cache;
+3. on a miss, traces the function to a Jaxpr, runs the optimizer, asks the backend to compile
+   it, and stores the result (a failed compile stores nothing);
+4. calls the compiled function on the leaves and rebuilds the output pytree.
+
+The cache belongs to the Python function object (and the jit options), as in JAX: `jit(f)`
+twice shares one cache, but a lambda re-created on every call never hits.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from minijit import errors
+from minijit.arguments import ArgSpec, SplitArgs, split_args
+from minijit.array import Array, wrap
+from minijit.backends import get_backend
+from minijit.config import config
+from minijit.core import trace_stack
+from minijit.explain import explain_miss
+from minijit.ir import ClosedJaxpr, typecheck_jaxpr
+from minijit.tracing import trace_to_jaxpr
+from minijit.tree_util import PyTreeDef, tree_map, tree_unflatten
+
+logger = logging.getLogger("minijit")
+
+
+# --------------------------------------------------------------------------- tracing
+
+
+def _trace(fun: Callable, spec: ArgSpec, split: SplitArgs) -> tuple[ClosedJaxpr, PyTreeDef]:
+    def flat_fun(*leaves):
+        args, kwargs = split.rebuild(leaves)
+        return fun(*args, **kwargs)
+
+    jaxpr, consts, out_tree = trace_to_jaxpr(
+        flat_fun, split.shaped_arrays(), split.leaf_names, spec.fun_name
+    )
+    return ClosedJaxpr(jaxpr, tuple(consts)), out_tree
+
+
+def make_jaxpr(fun: Callable, static_argnums=None, static_argnames=None) -> Callable:
+    """`make_jaxpr(f)(*args)` traces `f` on `args` and returns its ClosedJaxpr (printable)."""
+    spec = ArgSpec.make(fun, static_argnums, static_argnames)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs) -> ClosedJaxpr:
+        closed, _ = _trace(fun, spec, split_args(spec, args, kwargs))
+        return closed
+
+    return make
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+@dataclass
+class CacheEntry:
+    """Everything a cache hit needs, plus what the course shows about how it was made."""
+
+    split: SplitArgs  # the call that made it (for cache-miss explanations)
+    traced: ClosedJaxpr
+    optimized: ClosedJaxpr
+    executable: Any
+    out_tree: PyTreeDef
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Cache:
+    entries: dict[tuple, CacheEntry] = field(default_factory=dict)
+    trace_count: int = 0
+    misses: list[str] = field(default_factory=list)  # one explanation per trace
+
+
+# fun -> {jit options: Cache}; weak, so a cache dies with its function.
+_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# code object -> "file:line" of the first function object traced with that code
+_seen_code: dict[Any, str] = {}
+# arrays whose buffers were donated, by id: using them again raises
+_donated: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _cache_for(fun, options) -> Cache:
+    try:
+        per_fun = _caches.setdefault(fun, {})
+    except TypeError:  # not weak-referenceable (a builtin, say): keep the cache on the wrapper
+        return Cache()
+    return per_fun.setdefault(options, Cache())
+
+
+def _defined_at(fun) -> str:
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return "<unknown>"
+    return f"{errors._short_filename(code.co_filename)}:{code.co_firstlineno}"
+
+
+def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """The optimizer's entry point (chapter 07 adds passes); for now the identity."""
+    return closed
+
+
+# --------------------------------------------------------------------------- the wrapper
+
+
+class JitFunction:
+    """What `jit(f)` returns: call it like `f`; inspect it with `trace`, `lower`, the cache."""
+
+    def __init__(self, fun: Callable, *, static_argnums=None, static_argnames=None,
+                 donate_argnums=None, backend: str | None = None):
+        if not callable(fun):
+            raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+        self.fun = fun
+        self.spec = ArgSpec.make(fun, static_argnums, static_argnames, donate_argnums)
+        self.backend = get_backend(backend)
+        options = (self.spec.static_argnums, self.spec.static_argnames,
+                   self.spec.donate_argnums, self.backend.name)
+        self._cache = _cache_for(fun, options)
+        functools.update_wrapper(self, fun)
+
+    # -- calling
+    def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
+        if trace_stack:  # called while tracing another function: inline it
+            return self.fun(*args, **kwargs)
+        split = split_args(self.spec, args, kwargs)
+        entry = self._cache.entries.get(split.key)
+        if entry is None:
+            entry = self._compile(split)
+        leaves = split.leaves
+        if _donated:
+            _check_not_donated(leaves, split.leaf_names, self.spec.fun_name)
+        outs = entry.executable(*leaves)
+        if self.spec.donate_argnums:
+            _mark_donated(leaves, split.donated)
+        return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
+
+    def _compile(self, split: SplitArgs) -> CacheEntry:
+        cache = self._cache
+        where = errors.user_location()
+        code = getattr(self.fun, "__code__", None)
+        recreated = _seen_code.get(code) if not cache.entries and cache.trace_count == 0 else None
+        explanation = explain_miss(self.spec.fun_name, where, split,
+                                   [e.split for e in cache.entries.values()], recreated)
+        t0 = time.perf_counter()
+        traced, out_tree = _trace(self.fun, self.spec, split)
+        t1 = time.perf_counter()
+        optimized = optimize(traced)
+        typecheck_jaxpr(optimized.jaxpr)
+        t2 = time.perf_counter()
+        executable = self.backend.compile(optimized)
+        t3 = time.perf_counter()
+        entry = CacheEntry(split, traced, optimized, executable, out_tree,
+                           {"trace": t1 - t0, "optimize": t2 - t1, "compile": t3 - t2})
+        # Only a complete entry is stored: a failure above leaves the cache as it was.
+        cache.entries[split.key] = entry
+        cache.trace_count += 1
+        cache.misses.append(explanation)
+        if code is not None:
+            _seen_code.setdefault(code, _defined_at(self.fun))
+        if config.explain_cache_misses:
+            logger.warning(explanation)
+        if config.log_compiles:
+            logger.warning(
+                f"Compiling {self.spec.fun_name} for {self._signature(split)} "
+                f"[trace {1e3 * (t1 - t0):.1f} ms, optimize {1e3 * (t2 - t1):.1f} ms, "
+                f"{self.backend.name} compile {1e3 * (t3 - t2):.1f} ms]"
+            )
+        return entry
+
+    @staticmethod
+    def _signature(split: SplitArgs) -> str:
+        from minijit.explain import _aval_str
+
+        parts = [f"{n}: {_aval_str(a)}" for n, a in zip(split.leaf_names, split.leaf_avals)]
+        parts += [f"{n}={k[2]!r}" for n, k in zip(split.static_names, split.static_key)]
+        return "(" + ", ".join(parts) + ")"
+
+    # -- seeing inside
+    def _cache_size(self) -> int:
+        """Number of compiled signatures (JAX has the same private method)."""
+        return len(self._cache.entries)
+
+    @property
+    def trace_count(self) -> int:
+        """How many times the function has been traced (one per cache miss)."""
+        return self._cache.trace_count
+
+    @property
+    def cache_misses(self) -> list[str]:
+        """The explanation of every cache miss so far, oldest first."""
+        return list(self._cache.misses)
+
+    def cache_entries(self) -> list[CacheEntry]:
+        return list(self._cache.entries.values())
+
+    def clear_cache(self) -> None:
+        self._cache.entries.clear()
+
+    def trace(self, *args, **kwargs) -> Traced:
+        """Stage 1 (AOT): trace without compiling or touching the cache."""
+        split = split_args(self.spec, args, kwargs)
+        closed, out_tree = _trace(self.fun, self.spec, split)
+        return Traced(self, split, closed, out_tree)
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        return self.trace(*args, **kwargs).lower()
+
+    def __repr__(self) -> str:
+        return f"<minijit.jit of {self.spec.fun_name}: {self._cache_size()} cache entries>"
+
+    def __get__(self, obj, objtype=None):  # so @jit works on methods
+        return self if obj is None else functools.partial(self, obj)
+
+
+@dataclass
+class Traced:
+    """`f.trace(x)`: the Jaxpr of `f` for these argument types."""
+
+    jitted: JitFunction
+    split: SplitArgs
+    jaxpr: ClosedJaxpr
+    out_tree: PyTreeDef
+
+    def lower(self) -> Lowered:
+        optimized = optimize(self.jaxpr)
+        typecheck_jaxpr(optimized.jaxpr)
+        return Lowered(self, optimized)
+
+    def as_text(self) -> str:
+        return str(self.jaxpr)
+
+
+@dataclass
+class Lowered:
+    """`f.lower(x)`: the optimized program, ready for the backend."""
+
+    traced: Traced
+    jaxpr: ClosedJaxpr
+
+    def as_text(self) -> str:
+        return str(self.jaxpr)
+
+    def compile(self) -> Compiled:
+        backend = self.traced.jitted.backend
+        return Compiled(self, backend.compile(self.jaxpr))
+
+
+@dataclass
+class Compiled:
+    """`f.lower(x).compile()`: callable on arguments of exactly the lowered types."""
+
+    lowered: Lowered
+    executable: Any
+
+    def __call__(self, *args, **kwargs):
+        traced = self.lowered.traced
+        split = split_args(traced.jitted.spec, args, kwargs)
+        if split.key != traced.split.key:
+            raise TypeError(
+                "this compiled function was lowered for different argument types:\n  "
+                + "\n  ".join(_diff_lines(split, traced.split))
+            )
+        outs = self.executable(*split.leaves)
+        return tree_unflatten(traced.out_tree, [wrap(o) for o in outs])
+
+    def as_text(self) -> str:
+        return self.executable.as_text()
+
+
+def _diff_lines(new: SplitArgs, old: SplitArgs) -> list[str]:
+    from minijit.explain import differences
+
+    return differences(new, old)
+
+
+def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        donate_argnums=None, backend: str | None = None):
+    """Compile `fun` for the shapes and dtypes it is called with; reuse it while they repeat.
+
+    Works as `@jit`, `jit(f, static_argnums=...)`, `@jit(static_argnums=...)` and
+    `functools.partial(jit, static_argnums=...)`.
+    """
+    options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+                   donate_argnums=donate_argnums, backend=backend)
+    if fun is None:
+        return functools.partial(jit, **options)
+    return JitFunction(fun, **options)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _as_arrays(tree):
+    """Under disable_jit, NumPy array arguments become `Array`s (so `.at` works)."""
+    return tree_map(lambda x: wrap(x) if isinstance(x, np.ndarray) and
+                    not isinstance(x, Array) else x, tree)
+
+
+def _check_not_donated(leaves, names, fun_name):
+    for leaf, name in zip(leaves, names):
+        if isinstance(leaf, np.ndarray) and _donated.get(id(leaf)) is leaf:
+            raise RuntimeError(
+                f"Array has been deleted: argument `{name}` of `{fun_name}` was donated to an "
+                "earlier call (donate_argnums), so its buffer may have been reused. Pass the "
+                "array that call returned, or a fresh one."
+            )
+
+
+def _mark_donated(leaves, donated):
+    for leaf, d in zip(leaves, donated):
+        if d and isinstance(leaf, np.ndarray):
+            _donated[id(leaf)] = leaf
+            leaf.flags.writeable = False

@@ -1,0 +1,251 @@
+"""`minijit.lax`: one thin, strict wrapper per primitive, as in `jax.lax` (chapter 03).
+
+These functions do no promotion and no broadcasting: dtypes must already agree and shapes must
+be equal (or scalar). `minijit.numpy` builds the forgiving NumPy-style API on top of them.
+Control flow (`cond`, `while_loop`, `fori_loop`, ...) joins this module in chapter 05.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from minijit import dtypes
+from minijit import primitives as P
+from minijit.core import bind
+
+
+def neg(x):
+    return bind(P.neg_p, x)
+
+
+def abs(x):  # noqa: A001 - the name JAX uses
+    return bind(P.abs_p, x)
+
+
+def sign(x):
+    return bind(P.sign_p, x)
+
+
+def floor(x):
+    return bind(P.floor_p, x)
+
+
+def ceil(x):
+    return bind(P.ceil_p, x)
+
+
+def exp(x):
+    return bind(P.exp_p, x)
+
+
+def log(x):
+    return bind(P.log_p, x)
+
+
+def log1p(x):
+    return bind(P.log1p_p, x)
+
+
+def expm1(x):
+    return bind(P.expm1_p, x)
+
+
+def sin(x):
+    return bind(P.sin_p, x)
+
+
+def cos(x):
+    return bind(P.cos_p, x)
+
+
+def tan(x):
+    return bind(P.tan_p, x)
+
+
+def tanh(x):
+    return bind(P.tanh_p, x)
+
+
+def sqrt(x):
+    return bind(P.sqrt_p, x)
+
+
+def bitwise_not(x):
+    return bind(P.not_p, x)
+
+
+def add(x, y):
+    return bind(P.add_p, x, y)
+
+
+def sub(x, y):
+    return bind(P.sub_p, x, y)
+
+
+def mul(x, y):
+    return bind(P.mul_p, x, y)
+
+
+def div(x, y):
+    return bind(P.div_p, x, y)
+
+
+def floor_divide(x, y):
+    return bind(P.floor_divide_p, x, y)
+
+
+def rem(x, y):
+    return bind(P.remainder_p, x, y)
+
+
+def pow(x, y):  # noqa: A001
+    return bind(P.pow_p, x, y)
+
+
+def integer_pow(x, y: int):
+    return bind(P.integer_pow_p, x, y=int(y))
+
+
+def max(x, y):  # noqa: A001
+    return bind(P.max_p, x, y)
+
+
+def min(x, y):  # noqa: A001
+    return bind(P.min_p, x, y)
+
+
+def bitwise_and(x, y):
+    return bind(P.and_p, x, y)
+
+
+def bitwise_or(x, y):
+    return bind(P.or_p, x, y)
+
+
+def bitwise_xor(x, y):
+    return bind(P.xor_p, x, y)
+
+
+def eq(x, y):
+    return bind(P.eq_p, x, y)
+
+
+def ne(x, y):
+    return bind(P.ne_p, x, y)
+
+
+def lt(x, y):
+    return bind(P.lt_p, x, y)
+
+
+def le(x, y):
+    return bind(P.le_p, x, y)
+
+
+def gt(x, y):
+    return bind(P.gt_p, x, y)
+
+
+def ge(x, y):
+    return bind(P.ge_p, x, y)
+
+
+def select(pred, on_true, on_false):
+    """`on_true` where `pred` else `on_false`, elementwise (both are computed)."""
+    return bind(P.select_n_p, pred, on_false, on_true)
+
+
+def select_n(which, *cases):
+    return bind(P.select_n_p, which, *cases)
+
+
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    return bind(P.convert_element_type_p, x, new_dtype=dtypes.canonicalize(new_dtype),
+                weak_type=weak_type)
+
+
+def reduce_sum(x, axes: Sequence[int]):
+    return bind(P.reduce_sum_p, x, axes=tuple(axes))
+
+
+def reduce_prod(x, axes: Sequence[int]):
+    return bind(P.reduce_prod_p, x, axes=tuple(axes))
+
+
+def reduce_max(x, axes: Sequence[int]):
+    return bind(P.reduce_max_p, x, axes=tuple(axes))
+
+
+def reduce_min(x, axes: Sequence[int]):
+    return bind(P.reduce_min_p, x, axes=tuple(axes))
+
+
+def argmax(x, axis: int, index_dtype=np.int64):
+    return bind(P.argmax_p, x, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
+
+
+def argmin(x, axis: int, index_dtype=np.int64):
+    return bind(P.argmin_p, x, axes=(axis,), index_dtype=dtypes.canonicalize(index_dtype))
+
+
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    out_dtype = preferred_element_type or np.result_type(lhs.dtype, rhs.dtype)
+    return bind(P.dot_general_p, lhs, rhs, dimension_numbers=dn,
+                preferred_element_type=dtypes.canonicalize(out_dtype))
+
+
+def reshape(x, new_sizes: Sequence[int]):
+    return bind(P.reshape_p, x, new_sizes=tuple(int(d) for d in new_sizes))
+
+
+def transpose(x, permutation: Sequence[int]):
+    return bind(P.transpose_p, x, permutation=tuple(permutation))
+
+
+def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+    return bind(P.broadcast_in_dim_p, x, shape=tuple(int(d) for d in shape),
+                broadcast_dimensions=tuple(broadcast_dimensions))
+
+
+def squeeze(x, dimensions: Sequence[int]):
+    return bind(P.squeeze_p, x, dimensions=tuple(dimensions))
+
+
+def concatenate(operands: Sequence, dimension: int):
+    return bind(P.concatenate_p, *operands, dimension=int(dimension))
+
+
+def pad(x, padding_value, padding_config):
+    return bind(P.pad_p, x, padding_value,
+                padding_config=tuple(tuple(int(v) for v in c) for c in padding_config))
+
+
+def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001
+    return bind(P.slice_p, x, start_indices=tuple(start_indices),
+                limit_indices=tuple(limit_indices),
+                strides=None if strides is None else tuple(strides))
+
+
+def rev(x, dimensions: Sequence[int]):
+    return bind(P.rev_p, x, dimensions=tuple(dimensions))
+
+
+def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
+    return bind(P.dynamic_slice_p, x, *start_indices, slice_sizes=tuple(slice_sizes))
+
+
+def dynamic_update_slice(x, update, start_indices: Sequence):
+    return bind(P.dynamic_update_slice_p, x, update, *start_indices)
+
+
+def iota(dtype, size: int):
+    return bind(P.iota_p, dtype=dtypes.canonicalize(dtype), shape=(int(size),), dimension=0)
+
+
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+    return bind(P.iota_p, dtype=dtypes.canonicalize(dtype), shape=tuple(shape),
+                dimension=int(dimension))

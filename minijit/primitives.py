@@ -1,0 +1,429 @@
+"""Every first-order primitive and its abstract-evaluation (shape and dtype) rule (chapter 03).
+
+Primitives are strict, like JAX's `lax`: binary operations need equal dtypes, and equal shapes
+unless one side is a scalar. Promotion and broadcasting happen one level up, in
+`minijit.numpy`, which inserts explicit `convert_element_type` and `broadcast_in_dim`
+equations, so the IR says exactly what runs.
+
+Adding a primitive: define `foo_p`, register its rule here and its impl in `interpret.py`,
+give it a user-facing wrapper in `lax.py` or `numpy.py`, and test it; `tests/test_rules.py`
+checks that every primitive has an entry in every table.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from minijit import dtypes
+from minijit.core import (
+    BINARY,
+    COMMUTATIVE,
+    COMPARISONS,
+    ELEMENTWISE,
+    REDUCTIONS,
+    UNARY,
+    Primitive,
+    ShapedArray,
+    abstract_eval_rules,
+)
+
+ALL_PRIMITIVES: dict[str, Primitive] = {}
+
+
+def _new(name: str, **kw) -> Primitive:
+    p = Primitive(name, **kw)
+    ALL_PRIMITIVES[name] = p
+    return p
+
+
+def _fail(prim: str, msg: str):
+    raise TypeError(f"{prim}: {msg}")
+
+
+# Which dtypes each operation accepts, by dtype kind (b=bool, i=int, u=uint, f=float).
+ANY, NUMERIC, FLOAT, INTEGRAL = "biuf", "iuf", "f", "biu"
+
+
+def _check_kinds(prim: str, kinds: str, *avals: ShapedArray):
+    for a in avals:
+        if a.dtype.kind not in kinds:
+            wanted = {ANY: "any", NUMERIC: "numeric", FLOAT: "floating-point",
+                      INTEGRAL: "bool or integer"}[kinds]
+            _fail(prim, f"needs {wanted} inputs, got {a.str_short()}")
+
+
+# --------------------------------------------------------------------------- elementwise
+
+
+def _unary_rule(x: ShapedArray, *, name: str, kinds: str) -> list[ShapedArray]:
+    _check_kinds(name, kinds, x)
+    return [x]
+
+
+def _unary(name: str, kinds: str) -> Primitive:
+    p = _new(name)
+    abstract_eval_rules[p] = partial(_unary_rule, name=name, kinds=kinds)
+    UNARY.add(p)
+    ELEMENTWISE.add(p)
+    return p
+
+
+neg_p = _unary("neg", NUMERIC)
+abs_p = _unary("abs", NUMERIC)
+sign_p = _unary("sign", NUMERIC)
+floor_p = _unary("floor", NUMERIC)
+ceil_p = _unary("ceil", NUMERIC)
+exp_p = _unary("exp", FLOAT)
+log_p = _unary("log", FLOAT)
+log1p_p = _unary("log1p", FLOAT)
+expm1_p = _unary("expm1", FLOAT)
+sin_p = _unary("sin", FLOAT)
+cos_p = _unary("cos", FLOAT)
+tan_p = _unary("tan", FLOAT)
+tanh_p = _unary("tanh", FLOAT)
+sqrt_p = _unary("sqrt", FLOAT)
+not_p = _unary("not", INTEGRAL)  # logical on bool, bitwise on ints (as in JAX)
+
+
+def _broadcast_shapes_strict(prim: str, *avals: ShapedArray) -> tuple[int, ...]:
+    """Equal shapes, or rank-0 operands that stand for a constant over the others."""
+    shapes = {a.shape for a in avals if a.shape != ()}
+    if len(shapes) > 1:
+        got = " and ".join(a.str_short() for a in avals)
+        _fail(prim, f"needs equal shapes (or scalars), got {got}; "
+                    "minijit.numpy broadcasts for you, lax does not")
+    return shapes.pop() if shapes else ()
+
+
+def _binary_rule(x: ShapedArray, y: ShapedArray, *, name: str, kinds: str,
+                 out_dtype=None) -> list[ShapedArray]:
+    if x.dtype != y.dtype:
+        _fail(name, f"needs equal dtypes, got {x.str_short()} and {y.str_short()}; "
+                    "convert one with .astype(...) (minijit.numpy promotes for you)")
+    _check_kinds(name, kinds, x, y)
+    shape = _broadcast_shapes_strict(name, x, y)
+    dtype = x.dtype if out_dtype is None else out_dtype
+    return [ShapedArray(shape, dtype, x.weak_type and y.weak_type and out_dtype is None)]
+
+
+def _binary(name: str, kinds: str, *, commutative=False, comparison=False) -> Primitive:
+    p = _new(name)
+    out = dtypes.bool_ if comparison else None
+    abstract_eval_rules[p] = partial(_binary_rule, name=name, kinds=kinds, out_dtype=out)
+    BINARY.add(p)
+    ELEMENTWISE.add(p)
+    if commutative:
+        COMMUTATIVE.add(p)
+    if comparison:
+        COMPARISONS.add(p)
+    return p
+
+
+add_p = _binary("add", ANY, commutative=True)
+sub_p = _binary("sub", NUMERIC)
+mul_p = _binary("mul", ANY, commutative=True)
+div_p = _binary("div", FLOAT)
+floor_divide_p = _binary("floor_divide", NUMERIC)  # NumPy's //: rounds toward -inf
+remainder_p = _binary("remainder", NUMERIC)  # NumPy's %: sign of the divisor
+pow_p = _binary("pow", NUMERIC)
+max_p = _binary("max", ANY, commutative=True)  # NaN-propagating, like np.maximum
+min_p = _binary("min", ANY, commutative=True)
+and_p = _binary("and", INTEGRAL, commutative=True)
+or_p = _binary("or", INTEGRAL, commutative=True)
+xor_p = _binary("xor", INTEGRAL, commutative=True)
+eq_p = _binary("eq", ANY, commutative=True, comparison=True)
+ne_p = _binary("ne", ANY, commutative=True, comparison=True)
+lt_p = _binary("lt", ANY, comparison=True)
+le_p = _binary("le", ANY, comparison=True)
+gt_p = _binary("gt", ANY, comparison=True)
+ge_p = _binary("ge", ANY, comparison=True)
+
+
+integer_pow_p = _new("integer_pow")  # x ** y for a Python int y, a param
+
+
+def _integer_pow_rule(x: ShapedArray, *, y: int):
+    _check_kinds("integer_pow", NUMERIC, x)
+    if y < 0 and dtypes.is_int(x.dtype):
+        _fail("integer_pow", f"integers cannot be raised to a negative power ({y})")
+    return [x]
+
+
+abstract_eval_rules[integer_pow_p] = _integer_pow_rule
+UNARY.add(integer_pow_p)
+ELEMENTWISE.add(integer_pow_p)
+
+
+convert_element_type_p = _new("convert_element_type")
+
+
+def _convert_rule(x: ShapedArray, *, new_dtype, weak_type: bool):
+    return [ShapedArray(x.shape, dtypes.canonicalize(new_dtype), weak_type)]
+
+
+abstract_eval_rules[convert_element_type_p] = _convert_rule
+UNARY.add(convert_element_type_p)
+ELEMENTWISE.add(convert_element_type_p)
+
+
+select_n_p = _new("select_n")  # select_n(pred, *cases): cases[pred]; false first, as in JAX
+
+
+def _select_n_rule(pred: ShapedArray, *cases: ShapedArray):
+    if not cases:
+        _fail("select_n", "needs at least one case")
+    if pred.dtype != dtypes.bool_ and not (len(cases) > 2 and dtypes.is_int(pred.dtype)):
+        _fail("select_n", f"the predicate must be bool, got {pred.str_short()}")
+    if len({c.dtype for c in cases}) > 1:
+        _fail("select_n", "cases need equal dtypes, got "
+                          + " and ".join(c.str_short() for c in cases))
+    shape = _broadcast_shapes_strict("select_n", pred, *cases)
+    if any(c.shape != shape for c in cases):
+        _fail("select_n", "cases need the full shape; broadcast them first")
+    return [ShapedArray(shape, cases[0].dtype, all(c.weak_type for c in cases))]
+
+
+abstract_eval_rules[select_n_p] = _select_n_rule
+ELEMENTWISE.add(select_n_p)
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+def _check_axes(prim: str, x: ShapedArray, axes) -> tuple[int, ...]:
+    axes = tuple(axes)
+    if any(not (0 <= a < x.ndim) for a in axes) or len(set(axes)) != len(axes):
+        _fail(prim, f"axes {axes} are not distinct axes of {x.str_short()}")
+    return axes
+
+
+def _reduce_rule(x: ShapedArray, *, axes, name: str, kinds: str):
+    axes = _check_axes(name, x, axes)
+    _check_kinds(name, kinds, x)
+    if name in ("reduce_max", "reduce_min") and any(x.shape[a] == 0 for a in axes):
+        _fail(name, f"zero-size axis of {x.str_short()} has no identity")
+    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    return [ShapedArray(shape, x.dtype, x.weak_type)]
+
+
+def _reduction(name: str, kinds: str) -> Primitive:
+    p = _new(name)
+    abstract_eval_rules[p] = partial(_reduce_rule, name=name, kinds=kinds)
+    REDUCTIONS.add(p)
+    return p
+
+
+reduce_sum_p = _reduction("reduce_sum", NUMERIC)
+reduce_prod_p = _reduction("reduce_prod", NUMERIC)
+reduce_max_p = _reduction("reduce_max", ANY)
+reduce_min_p = _reduction("reduce_min", ANY)
+
+
+def _argminmax_rule(x: ShapedArray, *, axes, index_dtype, name: str):
+    (axis,) = _check_axes(name, x, axes)
+    if x.shape[axis] == 0:
+        _fail(name, f"attempt to get {name} of an empty sequence")
+    shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+    return [ShapedArray(shape, index_dtype)]
+
+
+argmax_p = _new("argmax")
+argmin_p = _new("argmin")
+abstract_eval_rules[argmax_p] = partial(_argminmax_rule, name="argmax")
+abstract_eval_rules[argmin_p] = partial(_argminmax_rule, name="argmin")
+REDUCTIONS.update({argmax_p, argmin_p})
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+dot_general_p = _new("dot_general")
+
+
+def _dot_general_rule(lhs, rhs, *, dimension_numbers, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lb or rb:
+        _fail("dot_general", "batch dimensions are not supported")
+    if lhs.dtype != rhs.dtype:
+        _fail("dot_general", f"needs equal dtypes, got {lhs.str_short()} and {rhs.str_short()}")
+    _check_kinds("dot_general", ANY, lhs, rhs)
+    if [lhs.shape[i] for i in lc] != [rhs.shape[i] for i in rc]:
+        _fail("dot_general", f"contracting dimensions do not match: {lhs.str_short()} "
+                             f"axes {tuple(lc)} and {rhs.str_short()} axes {tuple(rc)}")
+    free_l = [d for i, d in enumerate(lhs.shape) if i not in lc]
+    free_r = [d for i, d in enumerate(rhs.shape) if i not in rc]
+    return [ShapedArray((*free_l, *free_r), preferred_element_type)]
+
+
+abstract_eval_rules[dot_general_p] = _dot_general_rule
+
+
+# --------------------------------------------------------------------------- shapes
+
+reshape_p = _new("reshape")
+
+
+def _reshape_rule(x: ShapedArray, *, new_sizes):
+    new_sizes = tuple(new_sizes)
+    if any(d < 0 for d in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        _fail("reshape", f"cannot reshape {x.str_short()} ({x.size} elements) "
+                         f"into shape {new_sizes}")
+    return [x.update(shape=new_sizes)]
+
+
+abstract_eval_rules[reshape_p] = _reshape_rule
+
+transpose_p = _new("transpose")
+
+
+def _transpose_rule(x: ShapedArray, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        _fail("transpose", f"{tuple(permutation)} is not a permutation of {x.ndim} axes")
+    return [x.update(shape=tuple(x.shape[i] for i in permutation))]
+
+
+abstract_eval_rules[transpose_p] = _transpose_rule
+
+broadcast_in_dim_p = _new("broadcast_in_dim")
+
+
+def _broadcast_in_dim_rule(x: ShapedArray, *, shape, broadcast_dimensions):
+    bd = tuple(broadcast_dimensions)
+    ok = len(bd) == x.ndim and all(0 <= d < len(shape) for d in bd) and list(bd) == sorted(
+        set(bd)
+    )
+    if not ok or any(x.shape[i] not in (1, shape[d]) for i, d in enumerate(bd)):
+        _fail("broadcast_in_dim", f"cannot broadcast {x.str_short()} to {tuple(shape)} "
+                                  f"along dimensions {bd}")
+    return [x.update(shape=tuple(shape))]
+
+
+abstract_eval_rules[broadcast_in_dim_p] = _broadcast_in_dim_rule
+
+squeeze_p = _new("squeeze")
+
+
+def _squeeze_rule(x: ShapedArray, *, dimensions):
+    dims = _check_axes("squeeze", x, dimensions)
+    if any(x.shape[d] != 1 for d in dims):
+        _fail("squeeze", f"can only squeeze axes of size 1; {x.str_short()} axes {dims}")
+    return [x.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in dims))]
+
+
+abstract_eval_rules[squeeze_p] = _squeeze_rule
+
+concatenate_p = _new("concatenate")
+
+
+def _concatenate_rule(*xs: ShapedArray, dimension: int):
+    if not xs:
+        _fail("concatenate", "needs at least one array")
+    x0 = xs[0]
+    for x in xs:
+        same = x.ndim == x0.ndim and all(
+            a == b for i, (a, b) in enumerate(zip(x.shape, x0.shape)) if i != dimension
+        )
+        if x.dtype != x0.dtype or not same:
+            _fail("concatenate", "arrays must agree in dtype and in all but axis "
+                  f"{dimension}; got " + ", ".join(a.str_short() for a in xs))
+    if not 0 <= dimension < x0.ndim:
+        _fail("concatenate", f"axis {dimension} out of range for {x0.str_short()}")
+    shape = list(x0.shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return [ShapedArray(tuple(shape), x0.dtype, all(x.weak_type for x in xs))]
+
+
+abstract_eval_rules[concatenate_p] = _concatenate_rule
+
+pad_p = _new("pad")  # pad(operand, padding_value)[padding_config=((lo, hi, interior), ...)]
+
+
+def _pad_rule(x: ShapedArray, value: ShapedArray, *, padding_config):
+    if value.shape != () or value.dtype != x.dtype:
+        _fail("pad", f"padding value must be a {x.dtype.name} scalar, got {value.str_short()}")
+    if len(padding_config) != x.ndim or any(min(c) < 0 for c in padding_config):
+        _fail("pad", f"padding_config {padding_config} does not fit {x.str_short()}")
+    shape = tuple(
+        lo + hi + d + max(d - 1, 0) * interior
+        for d, (lo, hi, interior) in zip(x.shape, padding_config)
+    )
+    return [x.update(shape=shape)]
+
+
+abstract_eval_rules[pad_p] = _pad_rule
+
+slice_p = _new("slice")
+
+
+def _slice_rule(x: ShapedArray, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * x.ndim
+    if not (len(start_indices) == len(limit_indices) == len(strides) == x.ndim) or any(
+        not (0 <= s <= lim <= d) or st < 1
+        for s, lim, d, st in zip(start_indices, limit_indices, x.shape, strides)
+    ):
+        _fail("slice", f"bad slice {start_indices}:{limit_indices}:{strides} of {x.str_short()}")
+    shape = tuple(
+        (lim - s + st - 1) // st for s, lim, st in zip(start_indices, limit_indices, strides)
+    )
+    return [x.update(shape=shape)]
+
+
+abstract_eval_rules[slice_p] = _slice_rule
+
+rev_p = _new("rev")  # reverse the order of elements along `dimensions`
+
+
+def _rev_rule(x: ShapedArray, *, dimensions):
+    _check_axes("rev", x, dimensions)
+    return [x]
+
+
+abstract_eval_rules[rev_p] = _rev_rule
+
+
+def _check_indices(prim: str, x: ShapedArray, indices):
+    if len(indices) != x.ndim:
+        _fail(prim, f"needs {x.ndim} start indices for {x.str_short()}, got {len(indices)}")
+    for i in indices:
+        if i.shape != () or not dtypes.is_int(i.dtype):
+            _fail(prim, f"start indices must be integer scalars, got {i.str_short()}")
+
+
+dynamic_slice_p = _new("dynamic_slice")  # starts are clamped so the slice fits, as in JAX
+
+
+def _dynamic_slice_rule(x: ShapedArray, *indices: ShapedArray, slice_sizes):
+    _check_indices("dynamic_slice", x, indices)
+    if len(slice_sizes) != x.ndim or any(not 0 <= s <= d for s, d in zip(slice_sizes, x.shape)):
+        _fail("dynamic_slice", f"slice sizes {tuple(slice_sizes)} do not fit {x.str_short()}")
+    return [x.update(shape=tuple(slice_sizes))]
+
+
+abstract_eval_rules[dynamic_slice_p] = _dynamic_slice_rule
+
+dynamic_update_slice_p = _new("dynamic_update_slice")
+
+
+def _dynamic_update_slice_rule(x: ShapedArray, update: ShapedArray, *indices: ShapedArray):
+    _check_indices("dynamic_update_slice", x, indices)
+    if update.dtype != x.dtype or update.ndim != x.ndim or any(
+        u > d for u, d in zip(update.shape, x.shape)
+    ):
+        _fail("dynamic_update_slice", f"update {update.str_short()} does not fit into "
+                                      f"{x.str_short()}")
+    return [x]
+
+
+abstract_eval_rules[dynamic_update_slice_p] = _dynamic_update_slice_rule
+
+iota_p = _new("iota")  # iota[dtype, shape, dimension]: 0, 1, 2, ... along `dimension`
+
+
+def _iota_rule(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        _fail("iota", f"dimension {dimension} out of range for shape {shape}")
+    return [ShapedArray(tuple(shape), dtype)]
+
+
+abstract_eval_rules[iota_p] = _iota_rule

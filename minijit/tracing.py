@@ -1,0 +1,351 @@
+"""Tracers and the staging trace that turns a Python function into a Jaxpr (chapter 02).
+
+A `Tracer` stands in for an array while a function runs: it knows its abstract value (shape
+and dtype) but not its data. Every operation on it calls `bind`, which asks the innermost
+`JaxprTrace` to record an equation and hand back a new tracer for the result. When the function
+returns, the recorded equations are the Jaxpr.
+
+Anything Python needs as a concrete value (`if x > 0`, `range(n)`, `float(x)`, `np.sin(x)`)
+is not there; those conversions raise the errors of `minijit.errors`, with the argument the
+value came from, the user's line and the fix.
+
+Invariants:
+- a tracer belongs to exactly one trace; traces nest (control flow traces sub-functions) and a
+  sub-trace *captures* outer tracers and constant arrays as its own constvars;
+- only a top-level Jaxpr's constvars are bound to concrete arrays; a sub-Jaxpr's constvars are
+  bound to tracers of the enclosing trace (the caller turns them into operands);
+- once `trace_to_jaxpr` returns, its trace is dead and its tracers must not be used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from minijit import errors
+from minijit.core import ShapedArray, abstract_eval, get_aval, trace_stack
+from minijit.ir import Eqn, Jaxpr, Lit, Var
+from minijit.tree_util import PyTreeDef, tree_flatten_with_path
+
+# --------------------------------------------------------------------------- tracers
+
+
+class Tracer:
+    """A stand-in for an array during tracing. Operators are attached in `array_methods.py`."""
+
+    __array_priority__ = 1000  # so `np_array + tracer` calls tracer.__radd__
+    __slots__ = ("_trace", "atom", "source", "__weakref__")
+
+    def __init__(self, trace: JaxprTrace, atom: Var | Lit, source: str | None = None):
+        self._trace = trace
+        self.atom = atom
+        self.source = source
+
+    # -- what is known: the abstract value
+    @property
+    def aval(self) -> ShapedArray:
+        return self.atom.aval
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    @property
+    def at(self):
+        from minijit.array import _IndexUpdateHelper
+
+        return _IndexUpdateHelper(self)
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval!r}>with<JaxprTrace({self._trace.fun_name})>"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a traced scalar)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))  # shapes are static: this unrolls
+
+    # -- what is not known: the data. Each conversion raises with the fix.
+    def __bool__(self):
+        raise _concretization_error(
+            self, errors.TracerBoolConversionError,
+            "Attempted boolean conversion of a traced array "
+            "(`if`, `while`, `and`, `or`, `not` and `assert` need a concrete True or False)",
+            ["choose values without branching: mnp.where(cond, x_if_true, x_if_false) "
+             "(computes both sides)",
+             "run one branch chosen at run time: lax.cond(pred, true_fn, false_fn, *operands)"],
+        )
+
+    def __index__(self):
+        raise _concretization_error(
+            self, errors.TracerIntegerConversionError,
+            "Attempted to use a traced array as a Python int "
+            "(`range(n)`, indexing a list or tuple, `[0] * n`)",
+            ["loop a traced number of times with lax.fori_loop(0, n, body, init)"],
+        )
+
+    def __int__(self):
+        raise _concretization_error(
+            self, errors.ConcretizationTypeError,
+            "Attempted to convert a traced array to a Python int with int()",
+            ["keep it an array: use x.astype(mnp.int64) instead of int(x)"],
+        )
+
+    def __float__(self):
+        raise _concretization_error(
+            self, errors.ConcretizationTypeError,
+            "Attempted to convert a traced array to a Python float with float()",
+            ["keep it an array: use x.astype(mnp.float64) instead of float(x)"],
+        )
+
+    def __complex__(self):
+        raise _concretization_error(
+            self, errors.ConcretizationTypeError,
+            "Attempted to convert a traced array to a Python complex with complex()", [],
+        )
+
+    def __format__(self, spec):
+        if not spec:
+            return repr(self)
+        raise _concretization_error(
+            self, errors.ConcretizationTypeError,
+            f"Attempted to format a traced array with '{spec}' (formatting needs its value)",
+            ["print values on every call with minijit.debug.print('x = {x}', x=x)"],
+        )
+
+    def __array__(self, dtype=None, copy=None):
+        raise _concretization_error(
+            self, errors.TracerArrayConversionError,
+            "The numpy.ndarray conversion method __array__() was called on a traced array: "
+            "NumPy functions (np.asarray, np.sin, ...) need real data, which does not exist "
+            "while tracing",
+            ["use minijit.numpy inside jitted functions: mnp.sin(x) instead of np.sin(x)",
+             "or move the NumPy work outside the jitted function"],
+            static_fix=False,
+        )
+
+    def __setitem__(self, index, value):
+        where = errors.user_line()
+        raise TypeError(
+            "minijit arrays are immutable: instead of `x[idx] = y` write "
+            "`x = x.at[idx].set(y)` (or .add(y), .multiply(y), .min(y), .max(y)); "
+            "it returns a new array."
+            + (f"\n  at {where}" if where else "")
+        )
+
+    def __hash__(self):
+        raise TypeError(
+            "unhashable type: a traced array cannot be a dict key or set member; "
+            "if it is a setting known before the call, mark it static (static_argnames=...)"
+        )
+
+    def raise_leaked(self):
+        raise errors.UnexpectedTracerError(
+            f"Encountered an unexpected tracer {self.aval.str_short()}: it was created while "
+            f"tracing `{self._trace.fun_name}`"
+            + (f" at {self.source}" if self.source else "")
+            + ", escaped that trace (stored in a global, a list or an attribute) and is used "
+            "after the trace ended. Fix: return the value from the jitted function instead of "
+            "storing it; wrap the call in `with minijit.checking_leaks():` to find the leak."
+        )
+
+
+# --------------------------------------------------------------------------- the trace
+
+
+class JaxprTrace:
+    """Records equations for one function being traced (JAX's DynamicJaxprTrace)."""
+
+    def __init__(self, fun_name: str = "fun", parent: JaxprTrace | None = None):
+        self.fun_name = fun_name
+        self.parent = parent
+        self.alive = True
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.arg_names: dict[int, str] = {}
+        # constvars and what they are bound to: arrays (top level) or outer tracers (sub-trace)
+        self.constvars: list[Var] = []
+        self.const_values: list[Any] = []
+        self._const_ids: dict[int, tuple[Any, Var]] = {}  # id -> (value kept alive, var)
+
+    def new_arg(self, aval: ShapedArray, name: str) -> Tracer:
+        v = Var(aval)
+        self.invars.append(v)
+        self.arg_names[id(v)] = name
+        return Tracer(self, v, source=f"argument `{name}` of `{self.fun_name}`")
+
+    def is_ancestor_of_self(self, trace: JaxprTrace) -> bool:
+        t = self.parent
+        while t is not None:
+            if t is trace:
+                return True
+            t = t.parent
+        return False
+
+    def to_atom(self, x) -> Var | Lit:
+        """The Var or Lit that stands for `x` in this trace, capturing it if needed."""
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return x.atom
+            if x._trace.alive and self.is_ancestor_of_self(x._trace):
+                return self._capture(x)
+            x.raise_leaked()
+        if isinstance(x, (bool, int, float, np.generic)) or (
+            isinstance(x, np.ndarray) and x.ndim == 0
+        ):
+            aval = get_aval(x if not isinstance(x, np.ndarray) else x[()])
+            return Lit(x.item() if isinstance(x, (np.ndarray, np.generic)) else x, aval)
+        if isinstance(x, np.ndarray):
+            return self._capture(x)
+        raise TypeError(
+            f"{type(x).__name__} is not an array type minijit can trace "
+            f"(in `{self.fun_name}`); use arrays, Python scalars or pytrees of them"
+        )
+
+    def _capture(self, x) -> Var:
+        """A constvar for an outer value: an array (top level) or an outer tracer."""
+        if id(x) in self._const_ids:
+            return self._const_ids[id(x)][1]
+        value = x if self.parent is None else self.parent.to_tracer(x)
+        v = Var(get_aval(x).strip_weak_type() if isinstance(x, np.ndarray) else x.aval)
+        self._const_ids[id(x)] = (x, v)
+        self.constvars.append(v)
+        self.const_values.append(value)
+        return v
+
+    def to_tracer(self, x) -> Tracer:
+        if isinstance(x, Tracer) and x._trace is self:
+            return x
+        return Tracer(self, self.to_atom(x))
+
+    def process_primitive(self, prim, args: Sequence, params: dict) -> list[Tracer]:
+        atoms = [self.to_atom(a) for a in args]
+        try:
+            out_avals = abstract_eval(prim, [a.aval for a in atoms], params)
+        except TypeError as e:
+            where = errors.user_line()
+            raise TypeError(f"{e}" + (f"\n  at {where}" if where else "")) from None
+        source = errors.user_location()
+        outvars = tuple(Var(aval) for aval in out_avals)
+        self.eqns.append(Eqn(prim, tuple(atoms), outvars, dict(params), source))
+        return [Tracer(self, v, source) for v in outvars]
+
+    # -- explaining where a value came from, for error messages
+    def argument_names(self, atom) -> list[tuple[str, ShapedArray]]:
+        """(name, aval) of the traced arguments that `atom` depends on (outer ones too)."""
+        producers = {id(v): e for e in self.eqns for v in e.outvars}
+        captured = dict(zip(map(id, self.constvars), self.const_values))
+        names, seen, stack = [], set(), [atom]
+        while stack:
+            a = stack.pop()
+            if isinstance(a, Lit) or id(a) in seen:
+                continue
+            seen.add(id(a))
+            if id(a) in self.arg_names:
+                names.append((self.arg_names[id(a)], a.aval))
+            elif id(a) in producers:
+                stack.extend(producers[id(a)].invars)
+            elif isinstance(captured.get(id(a)), Tracer):
+                outer = captured[id(a)]
+                names += outer._trace.argument_names(outer.atom)
+        return sorted(set(names), key=lambda na: na[0])
+
+
+def _concretization_error(tracer: Tracer, cls, what: str, fixes: list[str],
+                          static_fix: bool = True) -> Exception:
+    trace = tracer._trace
+    deps = trace.argument_names(tracer.atom)
+    names = [n for n, _ in deps]
+    lines = [f"{what}. The traced array has type {tracer.aval.str_short()}."]
+    if names:
+        listed = ", ".join(f"`{n}`" for n in names)
+        lines.append(
+            f"Its value depends on the traced argument{'s' if len(names) > 1 else ''} {listed} "
+            f"of `{trace.fun_name}`: while tracing, only shapes and dtypes are known, not values."
+        )
+    else:
+        lines.append(
+            "It depends on no argument: it was computed inside the traced function. Compute "
+            "constants with NumPy (np.) instead of minijit.numpy to keep them concrete."
+        )
+    where = errors.user_line()
+    if where:
+        lines.append(f"At {where}")
+    # Only scalars can be static (arrays are not hashable), so only those get that advice.
+    roots = sorted({_root_name(n) for n, aval in deps
+                    if aval.shape == () and not n.startswith("args")})
+    if static_fix and roots:
+        spelled = ", ".join(repr(r) for r in roots)
+        fixes = [*fixes, f"if {' and '.join(f'`{r}`' for r in roots)} "
+                         f"{'is a setting' if len(roots) == 1 else 'are settings'} known before "
+                         f"the call, mark {'it' if len(roots) == 1 else 'them'} static: "
+                         f"jit({trace.fun_name}, static_argnames=({spelled},))"]
+    if fixes:
+        lines.append("How to fix it:\n" + "\n".join(f"  - {f}" for f in fixes))
+    return cls("\n".join(lines))
+
+
+def _root_name(path: str) -> str:
+    """`params['w']` -> `params`; `x.field` -> `x`."""
+    for i, ch in enumerate(path):
+        if ch in "[.":
+            return path[:i]
+    return path
+
+
+# --------------------------------------------------------------------------- tracing a function
+
+
+def trace_to_jaxpr(
+    fun: Callable, in_avals: Sequence[ShapedArray], arg_names: Sequence[str],
+    fun_name: str | None = None,
+) -> tuple[Jaxpr, list[Any], PyTreeDef]:
+    """Run `fun(*tracers)` under a new trace; returns (jaxpr, const values, output treedef).
+
+    `fun` takes one argument per aval and returns a pytree of arrays. Nested inside another
+    trace, the const values include tracers of the enclosing trace (captured variables).
+    """
+    name = fun_name or getattr(fun, "__name__", "fun")
+    trace = JaxprTrace(name, parent=trace_stack[-1] if trace_stack else None)
+    tracers = [trace.new_arg(aval, n) for aval, n in zip(in_avals, arg_names)]
+    trace_stack.append(trace)
+    try:
+        out = fun(*tracers)
+        leaves, out_tree = tree_flatten_with_path(out, "output")
+        out_atoms = []
+        for path, leaf in leaves:
+            if not isinstance(leaf, (Tracer, np.ndarray, np.generic, bool, int, float)):
+                raise TypeError(
+                    f"`{name}` returned a {type(leaf).__name__} at {path}; a traced function "
+                    "must return arrays, Python scalars, or tuples/lists/dicts of them"
+                )
+            out_atoms.append(trace.to_atom(leaf))
+    finally:
+        trace_stack.pop()
+        trace.alive = False
+    jaxpr = Jaxpr(tuple(trace.constvars), tuple(trace.invars), tuple(trace.eqns),
+                  tuple(out_atoms))
+    return jaxpr, trace.const_values, out_tree
+
