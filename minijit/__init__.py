@@ -13,11 +13,12 @@ The public API mirrors JAX for the subset it supports; see README.md for the cou
 """
 
 from minijit import array_methods as _array_methods  # noqa: F401  (attaches tracer operators)
-from minijit import errors, lax, tree_util
+from minijit import debug, errors, lax, tree_util
 from minijit import numpy as numpy
 from minijit.array import Array
 from minijit.config import config, disable_jit
 from minijit.core import Primitive, ShapedArray, bind
+from minijit.debug import checking_leaks
 from minijit.interpret import eval_jaxpr
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, typecheck_jaxpr
 from minijit.jit import jit, make_jaxpr
@@ -27,6 +28,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapedArray", "Tracer", "Var",
-    "bind", "config", "disable_jit", "errors", "eval_jaxpr", "jit", "lax", "make_jaxpr",
+    "bind", "checking_leaks", "config", "debug", "disable_jit", "errors", "eval_jaxpr", "jit", "lax", "make_jaxpr",
     "numpy", "tree_util", "typecheck_jaxpr",
 ]

@@ -54,6 +54,11 @@ class ArgSpec:
             if not isinstance(n, int):
                 raise TypeError(f"static_argnums must be ints, got {n!r}")
             if n < 0:
+                if n + len(positional) < 0:  # else positional[n] would wrap or raise IndexError
+                    raise ValueError(
+                        f"static_argnums={n} but `{fun.__name__}` has only "
+                        f"{len(positional)} positional parameters"
+                    )
                 nums.discard(n)
                 n += len(positional)
                 nums.add(n)

@@ -31,10 +31,16 @@ def differences(new: SplitArgs, old: SplitArgs) -> list[str]:
                 out.append(f"* at {name}, now {_aval_str(a)} and before {_aval_str(b)}{weak}")
     new_static = dict(zip(new.static_names, (k[2] for k in new.static_key)))
     old_static = dict(zip(old.static_names, (k[2] for k in old.static_key)))
+    how = {"arg": "by position", "kwarg": "by keyword"}
+    new_how = {n: how[k[0]] for n, k in zip(new.static_names, new.static_key)}
+    old_how = {n: how[k[0]] for n, k in zip(old.static_names, old.static_key)}
     for name in sorted(set(new_static) | set(old_static)):
         a, b = new_static.get(name, "<absent>"), old_static.get(name, "<absent>")
         if name not in new_static or name not in old_static or a != b:
             out.append(f"* at {name} (static), now {a!r} and before {b!r}")
+        elif new_how[name] != old_how[name]:  # same value, passed by position vs by keyword
+            out.append(f"* at {name} (static), now passed {new_how[name]} "
+                       f"and before {old_how[name]}")
     return out
 
 

@@ -171,13 +171,20 @@ def pp_param(value, names: _Names, indent: int) -> str:
     return repr(value)
 
 
-def _has_subjaxpr(eqn: Eqn) -> bool:
-    def sub(v):
-        return isinstance(v, (Jaxpr, ClosedJaxpr)) or (
-            isinstance(v, tuple) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in v)
-        )
+def subjaxprs(eqn: Eqn) -> list[Jaxpr]:
+    """The Jaxprs held in an equation's params (branches, loop bodies, fused kernels)."""
+    out = []
+    for v in eqn.params.values():
+        for x in v if isinstance(v, tuple) else (v,):
+            if isinstance(x, Jaxpr):
+                out.append(x)
+            elif isinstance(x, ClosedJaxpr):
+                out.append(x.jaxpr)
+    return out
 
-    return any(sub(v) for v in eqn.params.values())
+
+def _has_subjaxpr(eqn: Eqn) -> bool:
+    return bool(subjaxprs(eqn))
 
 
 def pp_eqn(eqn: Eqn, names: _Names, indent: int = 4) -> str:
@@ -200,7 +207,7 @@ def _pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int) -> str:
     args = " ".join(_pp_binder(v, names) for v in jaxpr.invars)
     head = f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"
     body = [" " * (indent + 4) + pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
-    outs = " ".join(pp_atom(a, names) for a in jaxpr.outvars)
+    outs = ", ".join(pp_atom(a, names) for a in jaxpr.outvars)
     outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
     if not body:
         return f"{head}  in {outs}"
@@ -260,6 +267,8 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
                 f"{where}: outputs typed {[str(a) for a in got]}, "
                 f"but {eqn.primitive.name} gives {[str(a) for a in expected]}"
             )
+        for sub in subjaxprs(eqn):
+            typecheck_jaxpr(sub)
         for v in eqn.outvars:
             define(v, where)
     for a in jaxpr.outvars:

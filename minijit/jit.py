@@ -76,7 +76,9 @@ class CacheEntry:
     optimized: ClosedJaxpr
     executable: Any
     out_tree: PyTreeDef
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    calls: int = 0
+    execute_s: float = 0.0  # total time spent running it
 
 
 @dataclass
@@ -124,13 +126,15 @@ class JitFunction:
                  donate_argnums=None, backend: str | None = None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
+        # First: update_wrapper copies fun.__dict__, which for jit(jit(f)) holds the inner
+        # wrapper's spec and cache; our own attributes below must win.
+        functools.update_wrapper(self, fun)
         self.fun = fun
         self.spec = ArgSpec.make(fun, static_argnums, static_argnames, donate_argnums)
         self.backend = get_backend(backend)
         options = (self.spec.static_argnums, self.spec.static_argnames,
                    self.spec.donate_argnums, self.backend.name)
         self._cache = _cache_for(fun, options)
-        functools.update_wrapper(self, fun)
 
     # -- calling
     def __call__(self, *args, **kwargs):
@@ -145,7 +149,10 @@ class JitFunction:
         leaves = split.leaves
         if _donated:
             _check_not_donated(leaves, split.leaf_names, self.spec.fun_name)
+        t0 = time.perf_counter()
         outs = entry.executable(*leaves)
+        entry.execute_s += time.perf_counter() - t0
+        entry.calls += 1
         if self.spec.donate_argnums:
             _mark_donated(leaves, split.donated)
         return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
@@ -211,6 +218,12 @@ class JitFunction:
 
     def clear_cache(self) -> None:
         self._cache.entries.clear()
+
+    def profile(self) -> str:
+        """Where the time went, per cache entry (see `minijit.profile`)."""
+        from minijit.profile import format_profile
+
+        return format_profile(self)
 
     def trace(self, *args, **kwargs) -> Traced:
         """Stage 1 (AOT): trace without compiling or touching the cache."""

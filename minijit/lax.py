@@ -249,3 +249,8 @@ def iota(dtype, size: int):
 def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
     return bind(P.iota_p, dtype=dtypes.canonicalize(dtype), shape=tuple(shape),
                 dimension=int(dimension))
+
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in (
+    "annotations", "np", "dtypes", "P", "bind", "Sequence")]

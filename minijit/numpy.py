@@ -20,7 +20,7 @@ import numpy as np
 from minijit import dtypes, lax
 from minijit.array import Array, wrap
 from minijit.core import get_aval
-from minijit.errors import ConcretizationTypeError
+from minijit.errors import ConcretizationTypeError, user_line
 from minijit.tracing import Tracer
 
 # dtype names, so `mnp.float32` works as in JAX
@@ -120,9 +120,11 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
+        where = user_line()  # the learner's line: under jit the traceback is mostly minijit
         raise ValueError(
             "operands could not be broadcast together with shapes "
             + " ".join(str(tuple(s)) for s in shapes)
+            + (f"\n  at {where}" if where else "")
         ) from None
 
 

@@ -19,12 +19,16 @@ Invariants:
 
 from __future__ import annotations
 
+import gc
+import sys
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from minijit import errors
+from minijit.config import config
 from minijit.core import ShapedArray, abstract_eval, get_aval, trace_stack
 from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.tree_util import PyTreeDef, tree_flatten_with_path
@@ -103,7 +107,9 @@ class Tracer:
             self, errors.TracerIntegerConversionError,
             "Attempted to use a traced array as a Python int "
             "(`range(n)`, indexing a list or tuple, `[0] * n`)",
-            ["loop a traced number of times with lax.fori_loop(0, n, body, init)"],
+            ["loop a traced number of times with lax.fori_loop(0, n, body, init)",
+             "pick from a list with a traced index by making it an array: "
+             "mnp.asarray(values)[i]"],
         )
 
     def __int__(self):
@@ -189,12 +195,20 @@ class JaxprTrace:
         self.constvars: list[Var] = []
         self.const_values: list[Any] = []
         self._const_ids: dict[int, tuple[Any, Var]] = {}  # id -> (value kept alive, var)
+        # weak references to every tracer made, when leak checking is on
+        self.made: list[weakref.ref] | None = [] if config.check_tracer_leaks else None
+
+    def _tracer(self, atom, source=None) -> Tracer:
+        t = Tracer(self, atom, source)
+        if self.made is not None:
+            self.made.append(weakref.ref(t))
+        return t
 
     def new_arg(self, aval: ShapedArray, name: str) -> Tracer:
         v = Var(aval)
         self.invars.append(v)
         self.arg_names[id(v)] = name
-        return Tracer(self, v, source=f"argument `{name}` of `{self.fun_name}`")
+        return self._tracer(v, source=f"argument `{name}` of `{self.fun_name}`")
 
     def is_ancestor_of_self(self, trace: JaxprTrace) -> bool:
         t = self.parent
@@ -238,7 +252,7 @@ class JaxprTrace:
     def to_tracer(self, x) -> Tracer:
         if isinstance(x, Tracer) and x._trace is self:
             return x
-        return Tracer(self, self.to_atom(x))
+        return self._tracer(self.to_atom(x))
 
     def process_primitive(self, prim, args: Sequence, params: dict) -> list[Tracer]:
         atoms = [self.to_atom(a) for a in args]
@@ -250,7 +264,7 @@ class JaxprTrace:
         source = errors.user_location()
         outvars = tuple(Var(aval) for aval in out_avals)
         self.eqns.append(Eqn(prim, tuple(atoms), outvars, dict(params), source))
-        return [Tracer(self, v, source) for v in outvars]
+        return [self._tracer(v, source) for v in outvars]
 
     # -- explaining where a value came from, for error messages
     def argument_names(self, atom) -> list[tuple[str, ShapedArray]]:
@@ -332,20 +346,46 @@ def trace_to_jaxpr(
     tracers = [trace.new_arg(aval, n) for aval, n in zip(in_avals, arg_names)]
     trace_stack.append(trace)
     try:
-        out = fun(*tracers)
-        leaves, out_tree = tree_flatten_with_path(out, "output")
-        out_atoms = []
-        for path, leaf in leaves:
-            if not isinstance(leaf, (Tracer, np.ndarray, np.generic, bool, int, float)):
-                raise TypeError(
-                    f"`{name}` returned a {type(leaf).__name__} at {path}; a traced function "
-                    "must return arrays, Python scalars, or tuples/lists/dicts of them"
-                )
-            out_atoms.append(trace.to_atom(leaf))
+        out_atoms, out_tree = _output_atoms(trace, fun(*tracers), name)
     finally:
         trace_stack.pop()
         trace.alive = False
+    if trace.made is not None:
+        del tracers
+        _check_leaks(trace)
     jaxpr = Jaxpr(tuple(trace.constvars), tuple(trace.invars), tuple(trace.eqns),
                   tuple(out_atoms))
     return jaxpr, trace.const_values, out_tree
 
+
+
+def _output_atoms(trace: JaxprTrace, out, name: str) -> tuple[list, PyTreeDef]:
+    leaves, out_tree = tree_flatten_with_path(out, "output")
+    atoms = []
+    for path, leaf in leaves:
+        if not isinstance(leaf, (Tracer, np.ndarray, np.generic, bool, int, float)):
+            raise TypeError(
+                f"`{name}` returned a {type(leaf).__name__} at {path}; a traced function "
+                "must return arrays, Python scalars, or tuples/lists/dicts of them"
+            )
+        atoms.append(trace.to_atom(leaf))
+    return atoms, out_tree
+
+
+def _check_leaks(trace: JaxprTrace) -> None:
+    """Raise if a tracer of the finished `trace` is still referenced from somewhere."""
+    gc.collect()
+    leaked = [t for t in (r() for r in trace.made) if t is not None]
+    if not leaked:
+        return
+    frame_type = type(sys._getframe())
+    holders = sorted({type(h).__name__ for t in leaked for h in gc.get_referrers(t)
+                      if h is not leaked and not isinstance(h, frame_type)})
+    first = leaked[0]
+    raise errors.UnexpectedTracerError(
+        f"Leaked {len(leaked)} tracer{'s' if len(leaked) > 1 else ''} while tracing "
+        f"`{trace.fun_name}`: {first.aval.str_short()} created at {first.source or '?'}"
+        + (f", still referenced by a {' / '.join(holders)}" if holders else "")
+        + ". A traced value was stored outside the function (a global, a list, an attribute): "
+        "return it instead, or store a concrete value computed outside jit."
+    )

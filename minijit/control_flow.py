@@ -1,0 +1,381 @@
+"""Structured control flow: `cond`, `switch`, `while_loop`, `fori_loop`, `scan` (chapter 05).
+
+Python's `if` and `for` run while tracing, so they can only look at static things (shapes,
+static arguments). To branch or loop on a *traced* value, the branch or loop body itself must
+be staged: each function here traces its Python callables once into sub-Jaxprs and binds a
+primitive whose params hold them. One IR, not two: the printer, `eval_jaxpr`, the optimizer
+and code generation all see the sub-Jaxprs as params.
+
+Invariants of every primitive here:
+- a sub-Jaxpr has no constvars: values it captures from outside become leading operands
+  (closure conversion), so each primitive lists `*consts` before its real operands;
+- branch outputs, and loop carries before and after one iteration, have identical types
+  (shape and dtype; weak types are joined), checked with a message that names the leaf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from minijit import dtypes
+from minijit.core import Primitive, ShapedArray, abstract_eval_rules, bind, get_aval, impl_rules
+from minijit.interpret import eval_jaxpr
+from minijit.ir import Jaxpr, Var
+from minijit.tracing import trace_to_jaxpr
+from minijit.tree_util import PyTreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+cond_p = Primitive("cond", multiple_results=True)
+while_p = Primitive("while", multiple_results=True)
+fori_loop_p = Primitive("fori_loop", multiple_results=True)
+scan_p = Primitive("scan", multiple_results=True)
+CONTROL_FLOW = {cond_p, while_p, fori_loop_p, scan_p}
+
+
+# --------------------------------------------------------------------------- tracing helpers
+
+
+def _avals(leaves) -> list[ShapedArray]:
+    return [get_aval(x) for x in leaves]
+
+
+def _trace(fun: Callable, in_tree: PyTreeDef, in_avals, names, fun_name: str):
+    """Trace `fun(*pytree args)`; returns (jaxpr, consts, out_tree) with consts captured."""
+
+    def flat_fun(*leaves):
+        return fun(*tree_unflatten(in_tree, leaves))
+
+    return trace_to_jaxpr(flat_fun, in_avals, names, fun_name)
+
+
+def _closure_convert(jaxpr: Jaxpr, consts: list, all_consts: list) -> Jaxpr:
+    """Make `jaxpr` take `all_consts` as leading invars (unused ones get fresh vars)."""
+    mine = {id(c): v for c, v in zip(consts, jaxpr.constvars)}
+    lead = tuple(mine.get(id(c)) or Var(get_aval(c)) for c in all_consts)
+    return Jaxpr((), lead + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
+
+
+def _join_consts(*const_lists) -> list:
+    seen, out = set(), []
+    for consts in const_lists:
+        for c in consts:
+            if id(c) not in seen:
+                seen.add(id(c))
+                out.append(c)
+    return out
+
+
+def _type_str(aval: ShapedArray) -> str:
+    return aval.str_short()
+
+
+def _check_same_types(what: str, a_name: str, a_tree, a_avals, b_name: str, b_tree, b_avals,
+                      paths: Sequence[str]):
+    if a_tree != b_tree:
+        raise TypeError(f"{what}: {a_name} and {b_name} must return the same structure, "
+                        f"got {a_tree} and {b_tree}")
+    for path, a, b in zip(paths, a_avals, b_avals):
+        if a.strip_weak_type() != b.strip_weak_type():
+            raise TypeError(
+                f"{what}: {a_name} and {b_name} must have identical types, but at {path} "
+                f"{a_name} gives {_type_str(a)} and {b_name} gives {_type_str(b)}. Convert one "
+                "side explicitly (e.g. .astype(...)) so both agree."
+            )
+
+
+# --------------------------------------------------------------------------- cond and switch
+
+
+def switch(index, branches: Sequence[Callable], *operands):
+    """Run `branches[index](*operands)`; `index` is clamped into range, as in JAX."""
+    from minijit import numpy as mnp
+
+    if not branches:
+        raise ValueError("switch needs at least one branch")
+    index = mnp.asarray(index) if not isinstance(index, (int, np.integer)) else index
+    if dtypes.is_float(get_aval(index).dtype):
+        raise TypeError(f"switch index must be an integer scalar, got {get_aval(index)}")
+    if get_aval(index).shape != ():
+        raise TypeError(f"switch index must be a scalar, got {get_aval(index)}")
+    index = mnp.clip(mnp.astype(index, np.int32), 0, len(branches) - 1)
+    return _cond(index, list(branches), operands, "switch")
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+    """`true_fun(*operands)` if `pred` else `false_fun(*operands)`; only one of them runs.
+
+    Both are traced (so both must type-check), but the compiled program evaluates one.
+    """
+    from minijit import numpy as mnp
+
+    aval = get_aval(pred if not isinstance(pred, (list, tuple)) else np.asarray(pred))
+    if aval.shape != ():
+        raise TypeError(f"cond predicate must be a scalar, got {aval.str_short()}; to choose "
+                        "elementwise use mnp.where(pred, x, y)")
+    pred = mnp.not_equal(pred, 0) if aval.dtype != dtypes.bool_ else pred
+    index = mnp.astype(pred, np.int32)
+    return _cond(index, [false_fun, true_fun], operands, "cond",
+                 names=["false_fun", "true_fun"])
+
+
+def _cond(index, funs: list[Callable], operands, what: str, names=None):
+    names = names or [f"branches[{i}]" for i in range(len(funs))]
+    leaves, in_tree = tree_flatten(operands)
+    in_avals = _avals(leaves)
+    arg_names = [f"operand{p}" for p, _ in tree_flatten_with_path(operands)[0]]
+    traced = [_trace(f, in_tree, in_avals, arg_names, getattr(f, "__name__", n))
+              for f, n in zip(funs, names)]
+    first_jaxpr, _, first_tree = traced[0]
+    for (jaxpr, _, tree), name in zip(traced[1:], names[1:]):
+        _check_same_types(f"lax.{what}", names[0], first_tree, first_jaxpr.out_avals,
+                          name, tree, jaxpr.out_avals, _leaf_paths(first_tree))
+    all_consts = _join_consts(*[consts for _, consts, _ in traced])
+    branches = tuple(_closure_convert(j, c, all_consts) for j, c, _ in traced)
+    outs = bind(cond_p, index, *all_consts, *leaves, branches=branches)
+    return tree_unflatten(first_tree, outs)
+
+
+def _leaf_paths(tree: PyTreeDef) -> list[str]:
+    dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
+    return [p or "the output" for p, _ in tree_flatten_with_path(dummy, "output")[0]]
+
+
+def _cond_abstract_eval(index, *args, branches):
+    if index.shape != () or not dtypes.is_int(index.dtype):
+        raise TypeError(f"cond: index must be an integer scalar, got {index.str_short()}")
+    for b in branches:
+        if [a.strip_weak_type() for a in b.in_avals] != [a.strip_weak_type() for a in args]:
+            raise TypeError("cond: branch inputs do not match the operands")
+    outs = [b.out_avals for b in branches]
+    return [ShapedArray(a.shape, a.dtype, all(o[i].weak_type for o in outs))
+            for i, a in enumerate(outs[0])]
+
+
+def _cond_impl(index, *args, branches):
+    i = int(np.clip(index, 0, len(branches) - 1))
+    return eval_jaxpr(branches[i], (), *args)
+
+
+abstract_eval_rules[cond_p] = _cond_abstract_eval
+impl_rules[cond_p] = _cond_impl
+
+
+# --------------------------------------------------------------------------- loops
+
+
+def _trace_body(what: str, fun: Callable, prefix_avals: list, prefix_names: list,
+                carry_leaves: list, carry_tree: PyTreeDef, extra_tree=None):
+    """Trace a loop body on (prefix..., carry); promote weak carries once if needed."""
+    carry_avals = _avals(carry_leaves)
+    paths = _leaf_paths(carry_tree) if carry_tree.num_leaves else []
+    names = prefix_names + [p.replace("output", "carry", 1) for p in paths]
+    in_tree = _prefix_tree(len(prefix_avals), carry_tree, extra_tree)
+    for attempt in range(2):
+        jaxpr, consts, out_tree = _trace(fun, in_tree, prefix_avals + carry_avals, names,
+                                         getattr(fun, "__name__", what))
+        if extra_tree is not None:  # scan: the body returns (carry, y)
+            return jaxpr, consts, out_tree, carry_avals
+        if out_tree != carry_tree:
+            raise TypeError(f"lax.{what}: the body must return the same structure as the "
+                            f"carry, got {out_tree} and {carry_tree}")
+        outs = jaxpr.out_avals
+        if attempt == 0 and _weak_mismatch(carry_avals, outs):
+            carry_avals = [_joined(c, o) for c, o in zip(carry_avals, outs)]
+            continue
+        for p, c, o in zip(paths, carry_avals, outs):
+            if c.strip_weak_type() != o.strip_weak_type():
+                raise TypeError(
+                    f"lax.{what}: the body must return the carry's types, but at "
+                    f"{p.replace('output', 'carry', 1)} the carry is {_type_str(c)} and the "
+                    f"body returns {_type_str(o)}. A loop carry keeps one shape and dtype: "
+                    "convert the initial value (e.g. mnp.float64(0) or .astype(...))."
+                )
+        return jaxpr, consts, out_tree, carry_avals
+    raise AssertionError("unreachable")
+
+
+def _prefix_tree(n_prefix: int, carry_tree: PyTreeDef, extra_tree) -> PyTreeDef:
+    leaf = PyTreeDef("leaf")
+    children = (leaf,) * n_prefix + (carry_tree,)
+    if extra_tree is not None:
+        children = (carry_tree, extra_tree)
+    return PyTreeDef("tuple", None, children)
+
+
+def _weak_mismatch(carry_avals, outs) -> bool:
+    return any(c.weak_type and c.dtype != o.dtype for c, o in zip(carry_avals, outs))
+
+
+def _joined(c: ShapedArray, o: ShapedArray) -> ShapedArray:
+    if c.weak_type and c.dtype != o.dtype and c.shape == o.shape:
+        dt, weak = dtypes.result_type((c.dtype, True), (o.dtype, o.weak_type))
+        return ShapedArray(c.shape, dt, weak)
+    return c
+
+
+def _cast_leaves(leaves, avals):
+    from minijit import numpy as mnp
+
+    return [x if get_aval(x).dtype == a.dtype else mnp.astype(x, a.dtype)
+            for x, a in zip(leaves, avals)]
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+    """`while cond_fun(val): val = body_fun(val)`, staged; returns the final `val`."""
+    leaves, tree = tree_flatten(init_val)
+    body_jaxpr, body_consts, _, carry_avals = _trace_body("while_loop", body_fun, [], [],
+                                                          leaves, tree)
+    leaves = _cast_leaves(leaves, carry_avals)
+    names = [p.replace("output", "carry", 1) for p in _leaf_paths(tree)] if leaves else []
+    cond_jaxpr, cond_consts, cond_tree = _trace(
+        cond_fun, PyTreeDef("tuple", None, (tree,)), carry_avals, names,
+        getattr(cond_fun, "__name__", "cond_fun"))
+    outs = cond_jaxpr.out_avals
+    if cond_tree.num_leaves != 1 or outs[0].shape != () or outs[0].dtype != dtypes.bool_:
+        got = ", ".join(_type_str(a) for a in outs) or "nothing"
+        raise TypeError(f"lax.while_loop: cond_fun must return a boolean scalar, got {got}")
+    cond_j = _closure_convert(cond_jaxpr, cond_consts, cond_consts)
+    body_j = _closure_convert(body_jaxpr, body_consts, body_consts)
+    out = bind(while_p, *cond_consts, *body_consts, *leaves, cond_jaxpr=cond_j,
+               body_jaxpr=body_j, cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
+    return tree_unflatten(tree, out)
+
+
+def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    carry = args[cond_nconsts + body_nconsts:]
+    if [a.strip_weak_type() for a in body_jaxpr.out_avals] != [
+        a.strip_weak_type() for a in carry
+    ]:
+        raise TypeError("while: body outputs do not match the carry")
+    return list(carry)
+
+
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cond_consts = args[:cond_nconsts]
+    body_consts = args[cond_nconsts:cond_nconsts + body_nconsts]
+    carry = list(args[cond_nconsts + body_nconsts:])
+    while eval_jaxpr(cond_jaxpr, (), *cond_consts, *carry)[0]:
+        carry = eval_jaxpr(body_jaxpr, (), *body_consts, *carry)
+    return carry
+
+
+abstract_eval_rules[while_p] = _while_abstract_eval
+impl_rules[while_p] = _while_impl
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val):
+    """`for i in range(lower, upper): val = body_fun(i, val)`, staged; returns `val`.
+
+    Bounds may be Python ints or traced integer scalars. (JAX expresses this as a `while` or
+    a `scan`; minijit keeps its own primitive so that generated code can use a plain `for`.)
+    """
+    from minijit import numpy as mnp
+
+    for b in (lower, upper):
+        a = get_aval(b)
+        if a.shape != () or not dtypes.is_int(a.dtype):
+            raise TypeError(f"fori_loop bounds must be integer scalars, got {a.str_short()}")
+    lower, upper = mnp._promote(lower, upper)
+    index_aval = ShapedArray((), get_aval(lower).dtype)
+    leaves, tree = tree_flatten(init_val)
+    jaxpr, consts, _, carry_avals = _trace_body("fori_loop", body_fun, [index_aval], ["i"],
+                                                leaves, tree)
+    leaves = _cast_leaves(leaves, carry_avals)
+    body = _closure_convert(jaxpr, consts, consts)
+    out = bind(fori_loop_p, lower, upper, *consts, *leaves, body_jaxpr=body,
+               body_nconsts=len(consts))
+    return tree_unflatten(tree, out)
+
+
+def _fori_abstract_eval(lower, upper, *args, body_jaxpr, body_nconsts):
+    if lower.dtype != upper.dtype or not dtypes.is_int(lower.dtype):
+        raise TypeError("fori_loop: bounds must be integers of one dtype")
+    return list(args[body_nconsts:])
+
+
+def _fori_impl(lower, upper, *args, body_jaxpr, body_nconsts):
+    consts, carry = args[:body_nconsts], list(args[body_nconsts:])
+    for i in range(int(lower), int(upper)):
+        carry = eval_jaxpr(body_jaxpr, (), *consts, np.asarray(i, lower.dtype), *carry)
+    return carry
+
+
+abstract_eval_rules[fori_loop_p] = _fori_abstract_eval
+impl_rules[fori_loop_p] = _fori_impl
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None):
+    """`carry, y = f(carry, x)` for each `x` along the leading axis of `xs`; returns
+    `(final carry, stacked ys)`."""
+    x_leaves, x_tree = tree_flatten(xs)
+    x_avals = _avals(x_leaves)
+    lengths = {a.shape[0] for a in x_avals if a.shape}
+    if any(not a.shape for a in x_avals):
+        raise TypeError("scan: every leaf of xs needs a leading axis to scan over")
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) != 1:
+        raise ValueError(f"scan: xs leaves and length disagree on the length: {sorted(lengths)}")
+    n = lengths.pop()
+    carry_leaves, carry_tree = tree_flatten(init)
+    slice_avals = [ShapedArray(a.shape[1:], a.dtype) for a in x_avals]
+
+    def body(carry, x):
+        return f(carry, x)
+
+    carry_avals = _avals(carry_leaves)
+    for attempt in range(2):
+        in_tree = PyTreeDef("tuple", None, (carry_tree, x_tree))
+        jaxpr, consts, out_tree = _trace(
+            body, in_tree, carry_avals + slice_avals,
+            [f"carry{p}" for p in _leaf_paths_raw(carry_tree)] +
+            [f"xs{p}" for p in _leaf_paths_raw(x_tree)], getattr(f, "__name__", "f"))
+        if out_tree.kind != "tuple" or len(out_tree.children) != 2:
+            raise TypeError("scan: f must return a pair (new_carry, y)")
+        new_carry_tree, y_tree = out_tree.children
+        outs = jaxpr.out_avals[:carry_tree.num_leaves]
+        if attempt == 0 and new_carry_tree == carry_tree and _weak_mismatch(carry_avals, outs):
+            carry_avals = [_joined(c, o) for c, o in zip(carry_avals, outs)]
+            continue
+        break
+    _check_same_types("lax.scan", "the carry", carry_tree, carry_avals, "f's new carry",
+                      new_carry_tree, outs,
+                      [f"carry{p}" for p in _leaf_paths_raw(carry_tree)])
+    carry_leaves = _cast_leaves(carry_leaves, carry_avals)
+    body_j = _closure_convert(jaxpr, consts, consts)
+    out = bind(scan_p, *consts, *carry_leaves, *x_leaves, jaxpr=body_j, num_consts=len(consts),
+               num_carry=len(carry_leaves), length=n)
+    carry_out = tree_unflatten(carry_tree, out[:len(carry_leaves)])
+    ys = tree_unflatten(y_tree, out[len(carry_leaves):])
+    return carry_out, ys
+
+
+def _leaf_paths_raw(tree: PyTreeDef) -> list[str]:
+    dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
+    return [p for p, _ in tree_flatten_with_path(dummy)[0]]
+
+
+def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length):
+    carry = args[num_consts:num_consts + num_carry]
+    ys = jaxpr.out_avals[num_carry:]
+    return [*carry, *[ShapedArray((length, *y.shape), y.dtype, y.weak_type) for y in ys]]
+
+
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length):
+    consts = args[:num_consts]
+    carry = list(args[num_consts:num_consts + num_carry])
+    xs = args[num_consts + num_carry:]
+    ys = []
+    for i in range(length):
+        outs = eval_jaxpr(jaxpr, (), *consts, *carry, *[x[i] for x in xs])
+        carry, y = outs[:num_carry], outs[num_carry:]
+        ys.append(y)
+    y_avals = jaxpr.out_avals[num_carry:]
+    stacked = [np.stack([y[k] for y in ys]) if ys else np.zeros((0, *a.shape), a.dtype)
+               for k, a in enumerate(y_avals)]
+    return [*carry, *stacked]
+
+
+abstract_eval_rules[scan_p] = _scan_abstract_eval
+impl_rules[scan_p] = _scan_impl
