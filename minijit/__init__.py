@@ -28,6 +28,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapedArray", "Tracer", "Var",
-    "bind", "checking_leaks", "config", "debug", "disable_jit", "errors", "eval_jaxpr", "jit", "lax", "make_jaxpr",
-    "numpy", "tree_util", "typecheck_jaxpr",
+    "bind", "checking_leaks", "config", "debug", "disable_jit", "errors", "eval_jaxpr", "jit",
+    "lax", "make_jaxpr", "numpy", "tree_util", "typecheck_jaxpr",
 ]
