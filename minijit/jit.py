@@ -112,8 +112,10 @@ def _defined_at(fun) -> str:
 
 
 def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """The optimizer's entry point (chapter 07 adds passes); for now the identity."""
-    return closed
+    """Run the optimizer's pipeline (`minijit.passes.PIPELINE`; chapter 07)."""
+    from minijit.passes import run_passes
+
+    return run_passes(closed)
 
 
 # --------------------------------------------------------------------------- the wrapper

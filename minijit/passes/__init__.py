@@ -1,0 +1,62 @@
+"""The optimizer: a pipeline of passes, each a function ClosedJaxpr -> ClosedJaxpr (chapter 07).
+
+A pass takes and returns a ClosedJaxpr (a Jaxpr plus the arrays its constvars are bound to)
+because constant folding needs those arrays; inside sub-Jaxprs there are none. `run_passes`
+typechecks after every pass and names the pass that broke the program, so a learner's own pass
+can be dropped into the pipeline safely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from minijit.ir import ClosedJaxpr, JaxprTypeError, typecheck_jaxpr
+from minijit.passes.cse import cse
+from minijit.passes.dce import dce
+from minijit.passes.fold_constants import fold_constants
+from minijit.passes.fuse_elementwise import fuse_elementwise, fused_p
+from minijit.passes.plan_buffers import BufferPlan, plan_buffers
+from minijit.passes.simplify import simplify
+
+Pass = Callable[[ClosedJaxpr], ClosedJaxpr]
+
+PIPELINE: tuple[Pass, ...] = (fold_constants, simplify, cse, dce, fuse_elementwise)
+
+
+class PassError(RuntimeError):
+    """A pass produced a program that does not typecheck."""
+
+
+def run_passes(closed: ClosedJaxpr, passes: Sequence[Pass] | None = None,
+               record: list | None = None) -> ClosedJaxpr:
+    """Run `passes` (default: PIPELINE) in order, typechecking after each.
+
+    If `record` is a list, `(pass name, program after it)` is appended for every pass.
+    """
+    passes = PIPELINE if passes is None else passes
+    done: list[str] = []
+    for p in passes:
+        name = getattr(p, "__name__", repr(p))
+        out = p(closed)
+        if not isinstance(out, ClosedJaxpr):
+            raise PassError(f"pass `{name}` returned {type(out).__name__}, not a ClosedJaxpr")
+        try:
+            typecheck_jaxpr(out.jaxpr)
+        except JaxprTypeError as e:
+            before = ", ".join(done) or "none"
+            raise PassError(f"pass `{name}` produced an ill-typed program "
+                            f"(passes before it: {before}): {e}") from e
+        if len(out.consts) != len(out.jaxpr.constvars):
+            raise PassError(f"pass `{name}` left {len(out.consts)} consts for "
+                            f"{len(out.jaxpr.constvars)} constvars")
+        closed = out
+        done.append(name)
+        if record is not None:
+            record.append((name, closed))
+    return closed
+
+
+__all__ = [
+    "PIPELINE", "BufferPlan", "PassError", "cse", "dce", "fold_constants", "fuse_elementwise",
+    "fused_p", "plan_buffers", "run_passes", "simplify",
+]

@@ -1,0 +1,174 @@
+"""Elementwise fusion: group chains of elementwise work into one `fused` equation.
+
+The rule for what may fuse (tested in tests/test_passes.py):
+1. Elementwise equations (`ELEMENTWISE`: unary, binary, select_n, convert_element_type) and
+   `broadcast_in_dim` (a change of indexing, not of data) may fuse, if they are not effectful.
+2. They fuse into a group when they consume a value the group produced and share its
+   iteration shape (their output shape); scalar (rank-0) work is never fused.
+3. A reduction (`reduce_sum/max/min/prod`) may join a group as its last member when it
+   consumes a value of the group's shape: the group then computes the reduction without
+   materialising its input. Nothing joins after a reduction.
+4. A group closes as soon as an equation outside it uses one of its values; closed groups take
+   no new members (this keeps the program acyclic).
+5. Groups of one equation are left unfused.
+
+Assumes: a typechecked Jaxpr. Guarantees: same values; each group becomes
+`outs = fused[jaxpr={...} kind=elementwise|reduction] ins`, whose sub-Jaxpr holds the group's
+equations, takes the group's outside inputs, and returns every value used outside the group.
+
+    before: { lambda ; a:f64[3]. let b:f64[3] = sin a; c:f64[3] = mul b 2.0:f64[] in (c,) }
+    after:  { lambda ; a:f64[3]. let c:f64[3] = fused[jaxpr={ lambda ; d:f64[3]. let
+                e:f64[3] = sin d; f:f64[3] = mul e 2.0:f64[] in (f,) } kind=elementwise] a in (c,) }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from minijit import primitives as P
+from minijit.core import ELEMENTWISE, Primitive, ShapedArray, abstract_eval_rules, impl_rules
+from minijit.interpret import eval_jaxpr
+from minijit.ir import Eqn, Jaxpr, Var
+from minijit.passes.rewrite import Substitution, has_effects, jaxpr_pass, map_subjaxprs
+
+fused_p = Primitive("fused", multiple_results=True)
+
+
+def _fused_abstract_eval(*avals: ShapedArray, jaxpr: Jaxpr, kind: str):
+    if [a.strip_weak_type() for a in avals] != [a.strip_weak_type() for a in jaxpr.in_avals]:
+        raise TypeError("fused: operands do not match the kernel's inputs")
+    return jaxpr.out_avals
+
+
+abstract_eval_rules[fused_p] = _fused_abstract_eval
+impl_rules[fused_p] = lambda *args, jaxpr, kind: eval_jaxpr(jaxpr, (), *args)
+
+FUSIBLE_REDUCTIONS = {P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p}
+
+
+def may_fuse(eqn: Eqn) -> bool:
+    """Rule 1: may this equation be part of an elementwise kernel?"""
+    out_shape = eqn.outvars[0].aval.shape if eqn.outvars else ()
+    return ((eqn.primitive in ELEMENTWISE or eqn.primitive is P.broadcast_in_dim_p)
+            and not has_effects(eqn) and out_shape != ())
+
+
+@dataclass(eq=False)
+class _Group:
+    shape: tuple[int, ...]
+    eqns: list[Eqn] = field(default_factory=list)
+    open: bool = True
+    reduction: bool = False
+
+
+def fuse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    groups: list[_Group] = []
+    owner: dict[int, _Group] = {}  # id(var) -> the group that produces it
+    program: list[Eqn] = []  # every equation, sub-Jaxprs already fused
+
+    def merge(into: _Group, other: _Group):
+        into.eqns.extend(other.eqns)
+        for e in other.eqns:
+            for v in e.outvars:
+                owner[id(v)] = into
+        groups.remove(other)
+
+    for eqn in jaxpr.eqns:
+        eqn = map_subjaxprs(eqn, fuse_jaxpr)
+        program.append(eqn)
+        feeding = []
+        for a in eqn.invars:
+            g = owner.get(id(a)) if isinstance(a, Var) else None
+            if g is not None and g not in feeding:
+                feeding.append(g)
+        target = None
+        if may_fuse(eqn):
+            shape = eqn.outvars[0].aval.shape
+            joinable = [g for g in feeding if g.open and not g.reduction and g.shape == shape]
+            if joinable:  # rule 2
+                target = joinable[0]
+                for g in joinable[1:]:
+                    merge(target, g)
+            else:
+                target = _Group(shape)
+                groups.append(target)
+        elif eqn.primitive in FUSIBLE_REDUCTIONS and not has_effects(eqn):
+            g = owner.get(id(eqn.invars[0])) if isinstance(eqn.invars[0], Var) else None
+            if g is not None and g.open and not g.reduction and g.shape == eqn.invars[0].aval.shape:
+                target = g  # rule 3
+                target.reduction = True
+        for g in feeding:  # rule 4
+            if g is not target:
+                g.open = False
+        if target is not None:
+            target.eqns.append(eqn)
+            for v in eqn.outvars:
+                owner[id(v)] = target
+            if target.reduction:
+                target.open = False
+
+    groups = [g for g in groups if len(g.eqns) > 1]  # rule 5
+    if not groups:
+        return jaxpr if all(a is b for a, b in zip(program, jaxpr.eqns)) else Jaxpr(
+            jaxpr.constvars, jaxpr.invars, tuple(program), jaxpr.outvars)
+    return _emit(jaxpr, program, groups)
+
+
+def _emit(jaxpr: Jaxpr, program: list[Eqn], groups: list[_Group]) -> Jaxpr:
+    """Rebuild the program with one `fused` equation per group, where its last member was.
+
+    That position is valid: every outside input of the group is defined before the member
+    that reads it, and (rule 4) no outside equation reads the group before it closed.
+    """
+    position = {id(e): i for i, e in enumerate(program)}
+    member_of = {id(e): g for g in groups for e in g.eqns}
+    readers: dict[int, set] = {}  # id(var) -> ids of the groups (None: no group) reading it
+    for e in program:
+        g = member_of.get(id(e))
+        for a in e.invars:
+            if isinstance(a, Var):
+                readers.setdefault(id(a), set()).add(id(g) if g else None)
+    for a in jaxpr.outvars:
+        if isinstance(a, Var):
+            readers.setdefault(id(a), set()).add(None)
+    last = {id(g): max(position[id(e)] for e in g.eqns) for g in groups}
+
+    subst = Substitution()
+    eqns = []
+    for i, e in enumerate(program):
+        g = member_of.get(id(e))
+        if g is None:
+            eqns.append(subst.eqn(e))
+        elif last[id(g)] == i:
+            members = sorted(g.eqns, key=lambda m: position[id(m)])
+            eqns.append(_fused_eqn(g, members, subst, readers))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, tuple(eqns),
+                 tuple(subst(a) for a in jaxpr.outvars))
+
+
+def _fused_eqn(g: _Group, members: list[Eqn], subst: Substitution, readers) -> Eqn:
+    """The `fused` equation for a group, with fresh Vars for the kernel's own scope."""
+    defined = {id(v) for e in members for v in e.outvars}
+    inner = Substitution()
+    outer_ins, inner_ins = [], []
+    for e in members:
+        for a in e.invars:
+            if isinstance(a, Var) and id(a) not in defined and all(a is not x for x in outer_ins):
+                outer_ins.append(a)
+                fresh = Var(a.aval)
+                inner_ins.append(fresh)
+                inner[a] = fresh
+    exported = [v for e in members for v in e.outvars if readers.get(id(v), set()) - {id(g)}]
+    outer_outs = []
+    for v in exported:
+        outer_outs.append(Var(v.aval))
+        subst[v] = outer_outs[-1]
+    kernel = Jaxpr((), tuple(inner_ins), tuple(inner.eqn(e) for e in members), tuple(exported))
+    kind = "reduction" if g.reduction else "elementwise"
+    return Eqn(fused_p, tuple(subst(a) for a in outer_ins), tuple(outer_outs),
+               {"jaxpr": kernel, "kind": kind}, members[-1].source)
+
+
+fuse_elementwise = jaxpr_pass(lambda jaxpr, const_values: fuse_jaxpr(jaxpr))
+fuse_elementwise.__name__ = "fuse_elementwise"
+fuse_elementwise.__doc__ = __doc__

@@ -1,0 +1,83 @@
+"""Small tools every pass uses: substitution, sub-Jaxpr recursion, effects (chapter 07).
+
+Passes never edit a Jaxpr; they build new tuples of equations. These helpers keep that cheap
+and uniform, so each pass file can be read for its one idea.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from minijit.ir import Atom, ClosedJaxpr, Eqn, Jaxpr, Lit, Var
+
+
+class Substitution:
+    """A map from Vars to the atoms that replace them (following chains)."""
+
+    def __init__(self):
+        self._map: dict[int, Atom] = {}
+
+    def __setitem__(self, v: Var, atom: Atom) -> None:
+        self._map[id(v)] = atom
+
+    def __call__(self, a: Atom) -> Atom:
+        while isinstance(a, Var) and id(a) in self._map:
+            a = self._map[id(a)]
+        return a
+
+    def eqn(self, eqn: Eqn) -> Eqn:
+        invars = tuple(self(a) for a in eqn.invars)
+        if all(x is y for x, y in zip(invars, eqn.invars)):
+            return eqn
+        return replace(eqn, invars=invars)
+
+
+def map_subjaxprs(eqn: Eqn, fn: Callable[[Jaxpr], Jaxpr]) -> Eqn:
+    """`eqn` with `fn` applied to every Jaxpr in its params (branches, bodies, kernels)."""
+    params, changed = {}, False
+    for k, v in eqn.params.items():
+        if isinstance(v, Jaxpr):
+            new = fn(v)
+            changed |= new is not v
+        elif isinstance(v, tuple) and v and all(isinstance(x, Jaxpr) for x in v):
+            new = tuple(fn(x) for x in v)
+            changed |= any(a is not b for a, b in zip(new, v))
+        else:
+            new = v
+        params[k] = new
+    return replace(eqn, params=params) if changed else eqn
+
+
+def has_effects(eqn: Eqn) -> bool:
+    """True if running `eqn` does something besides computing its outputs (debug.print)."""
+    if eqn.primitive.effectful:
+        return True
+    from minijit.ir import subjaxprs
+
+    return any(has_effects(e) for j in subjaxprs(eqn) for e in j.eqns)
+
+
+def jaxpr_pass(fn: Callable[[Jaxpr, dict], Jaxpr]):
+    """Lift `fn(jaxpr, const_values) -> jaxpr` to a pass on ClosedJaxprs.
+
+    `const_values` maps id(constvar) to its array; it is empty inside sub-Jaxprs. The pass
+    may drop constvars; their values are kept in step here.
+    """
+
+    def run(closed: ClosedJaxpr) -> ClosedJaxpr:
+        values = {id(v): c for v, c in zip(closed.jaxpr.constvars, closed.consts)}
+        new = fn(closed.jaxpr, values)
+        if new is closed.jaxpr:
+            return closed
+        return ClosedJaxpr(new, tuple(values[id(v)] for v in new.constvars))
+
+    run.__name__ = fn.__name__
+    run.__doc__ = fn.__doc__
+    run.__wrapped__ = fn
+    return run
+
+
+def lit_value(a: Atom):
+    """The Python value of a literal, or None for a Var."""
+    return a.val if isinstance(a, Lit) else None

@@ -1,0 +1,214 @@
+"""Algebraic simplification: a table of small, exact rewrite rules.
+
+Assumes: a typechecked Jaxpr. Guarantees: the result computes the same values bit for bit,
+except where a rule says otherwise (`x**3 -> x*x*x` may differ from NumPy's `pow` in the last
+bit, and is many times faster). Rules that are not exact for floats are only applied to
+integers: `x * 0 -> 0` is wrong for floats (`nan * 0` is nan, `-1.0 * 0` is `-0.0`) and
+`x + 0.0 -> x` is wrong for `x = -0.0`.
+
+    before: b:f64[3] = mul a 1.0:f64[]; c:f64[3] = integer_pow[y=2] b
+    after:  c:f64[3] = mul a a
+
+Extending it: write `def rule(eqn) -> None | Atom | list[Eqn]` and register it with
+`@rule_for(some_p)`. Return an existing atom that equals the output, or new equations that
+define the equation's own outvars, or None to leave the equation alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from minijit import dtypes
+from minijit import primitives as P
+from minijit.core import Primitive
+from minijit.ir import Atom, Eqn, Jaxpr, Lit, Var
+from minijit.passes.rewrite import Substitution, jaxpr_pass, map_subjaxprs
+
+Rule = Callable[[Eqn], "None | Atom | list[Eqn]"]
+RULES: dict[Primitive, list[Rule]] = {}
+
+
+def rule_for(*prims: Primitive):
+    def register(fn: Rule) -> Rule:
+        for p in prims:
+            RULES.setdefault(p, []).append(fn)
+        return fn
+
+    return register
+
+
+def _is(a: Atom, value) -> bool:
+    """`a` is a literal equal to `value`."""
+    return isinstance(a, Lit) and a.val == value
+
+
+def _same_type(a: Atom, out: Var) -> bool:
+    return a.aval.shape == out.aval.shape and a.aval.dtype == out.aval.dtype
+
+
+def _exact_int(eqn: Eqn) -> bool:
+    return eqn.outvars[0].aval.dtype.kind in "iub"
+
+
+@rule_for(P.add_p)
+def _add_zero(eqn):
+    x, y = eqn.invars
+    if _exact_int(eqn):
+        for a, b in ((x, y), (y, x)):
+            if _is(b, 0) and _same_type(a, eqn.outvars[0]):
+                return a
+    return None
+
+
+@rule_for(P.sub_p)
+def _sub_zero(eqn):
+    x, y = eqn.invars
+    if _is(y, 0) and _same_type(x, eqn.outvars[0]):
+        return x  # exact for floats too: -0.0 - 0.0 == -0.0
+    return None
+
+
+@rule_for(P.mul_p)
+def _mul_one_or_zero(eqn):
+    x, y = eqn.invars
+    out = eqn.outvars[0]
+    for a, b in ((x, y), (y, x)):
+        if _is(b, 1) and _same_type(a, out):
+            return a
+        if _is(b, 0) and _exact_int(eqn) and out.aval.shape == ():
+            return Lit(0, out.aval)
+    return None
+
+
+@rule_for(P.div_p)
+def _div_one(eqn):
+    x, y = eqn.invars
+    return x if _is(y, 1) and _same_type(x, eqn.outvars[0]) else None
+
+
+def _power_eqns(x: Atom, n: int, out: Var, source=None) -> list[Eqn] | Atom:
+    """`x ** n` for a small integer n, by multiplications (and one division if n < 0)."""
+    if n == 1:
+        return x
+    eqns, aval = [], out.aval
+
+    def mul(a, b, dst=None):
+        v = dst or Var(aval)
+        eqns.append(Eqn(P.mul_p, (a, b), (v,), {}, source))
+        return v
+
+    k, final = abs(n), (out if n > 0 else Var(aval))
+    if k == 1:
+        base = x
+    elif k == 2:
+        base = mul(x, x, final)
+    elif k == 3:
+        base = mul(mul(x, x), x, final)
+    else:
+        square = mul(x, x)
+        base = mul(square, square, final)
+    if n < 0:
+        one = Lit(1.0, aval.update(shape=(), weak_type=True))
+        eqns.append(Eqn(P.div_p, (one, base), (out,), {}, source))
+    return eqns
+
+
+@rule_for(P.integer_pow_p)
+def _small_integer_pow(eqn):
+    (x,), y, out = eqn.invars, eqn.params["y"], eqn.outvars[0]
+    if y == 0 or not -2 <= y <= 4 or (y < 0 and not dtypes.is_float(out.aval.dtype)):
+        return None
+    return _power_eqns(x, y, out, eqn.source)
+
+
+@rule_for(P.pow_p)
+def _literal_pow(eqn):
+    x, y = eqn.invars
+    out = eqn.outvars[0]
+    if isinstance(y, Lit) and float(y.val).is_integer() and 1 <= y.val <= 4 and (
+            x.aval.shape == out.aval.shape):
+        return _power_eqns(x, int(y.val), out, eqn.source)
+    return None
+
+
+@rule_for(P.convert_element_type_p)
+def _convert_same(eqn):
+    (x,) = eqn.invars
+    return x if _same_type(x, eqn.outvars[0]) else None
+
+
+@rule_for(P.reshape_p, P.broadcast_in_dim_p, P.squeeze_p, P.transpose_p, P.slice_p, P.rev_p,
+          P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_prod_p)
+def _identity_shape_op(eqn):
+    x = eqn.invars[0]
+    p = eqn.params
+    out = eqn.outvars[0]
+    if not _same_type(x, out):
+        return None
+    trivial = {
+        P.reshape_p: True,
+        P.broadcast_in_dim_p: tuple(p.get("broadcast_dimensions", ())) == tuple(
+            range(len(out.aval.shape))),
+        P.squeeze_p: not p.get("dimensions"),
+        P.transpose_p: tuple(p.get("permutation", ())) == tuple(range(len(out.aval.shape))),
+        P.slice_p: not p.get("strides") or all(s == 1 for s in p["strides"]),
+        P.rev_p: not p.get("dimensions"),
+    }.get(eqn.primitive, not p.get("axes"))
+    return x if trivial else None
+
+
+@rule_for(P.select_n_p)
+def _select_known(eqn):
+    pred, *cases = eqn.invars
+    out = eqn.outvars[0]
+    if isinstance(pred, Lit):
+        chosen = cases[int(pred.val)]
+        return chosen if _same_type(chosen, out) else None
+    if all(c is cases[0] for c in cases) and _same_type(cases[0], out):
+        return cases[0]
+    return None
+
+
+def simplify_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    subst = Substitution()
+    producers: dict[int, Eqn] = {}
+    eqns: list[Eqn] = []
+    changed = False
+    for eqn in jaxpr.eqns:
+        new = map_subjaxprs(subst.eqn(eqn), simplify_jaxpr)
+        changed |= new is not eqn
+        result = _double_application(new, producers)
+        for fn in RULES.get(new.primitive, ()):
+            if result is not None:
+                break
+            result = fn(new)
+        if result is None:
+            eqns.append(new)
+            producers.update((id(v), new) for v in new.outvars)
+        elif isinstance(result, list):
+            changed = True
+            eqns.extend(result)
+            producers.update((id(v), e) for e in result for v in e.outvars)
+        else:
+            changed = True
+            subst[new.outvars[0]] = result
+    if not changed:
+        return jaxpr
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, tuple(eqns),
+                 tuple(subst(a) for a in jaxpr.outvars))
+
+
+def _double_application(eqn: Eqn, producers: dict[int, Eqn]):
+    """`neg (neg x) -> x` and `not (not x) -> x`: these need to see the producer."""
+    if eqn.primitive not in (P.neg_p, P.not_p):
+        return None
+    (x,) = eqn.invars
+    inner = producers.get(id(x))
+    if inner is not None and inner.primitive is eqn.primitive:
+        return inner.invars[0]
+    return None
+
+
+simplify = jaxpr_pass(lambda jaxpr, const_values: simplify_jaxpr(jaxpr))
+simplify.__name__ = "simplify"
+simplify.__doc__ = __doc__
