@@ -136,14 +136,15 @@ def leaf_aval(x, name: str, fun_name: str) -> tuple:
                 f"support; convert it, e.g. x.astype(np.float64)"
             )
         return (x.shape, x.dtype, False)
+    # before the Python scalars: np.float64 subclasses float, but is strongly typed
+    if isinstance(x, np.generic) and x.dtype in dtypes.SHORT_NAMES:
+        return ((), x.dtype, False)
     if isinstance(x, bool):
         return ((), dtypes.bool_, False)
     if isinstance(x, int):
         return ((), dtypes.int_, True)
     if isinstance(x, float):
         return ((), dtypes.float_, True)
-    if isinstance(x, np.generic) and x.dtype in dtypes.SHORT_NAMES:
-        return ((), x.dtype, False)
     raise TypeError(
         f"argument `{name}` of `{fun_name}` is a {type(x).__name__}, not an array, so it "
         f"cannot be traced. If it is a setting known before the call, mark it static: "

@@ -18,6 +18,17 @@ class Array(np.ndarray):
     def at(self):
         return _IndexUpdateHelper(self)
 
+    def __getitem__(self, index):
+        # A traced index (`table[i]` inside jit) needs the slicing primitives: NumPy itself
+        # would ask the tracer for its value.
+        from minijit.tracing import Tracer
+
+        if any(isinstance(i, Tracer) for i in (index if isinstance(index, tuple) else (index,))):
+            from minijit.indexing import getitem
+
+            return getitem(self, index)
+        return super().__getitem__(index)
+
     def __setitem__(self, index, value):
         raise TypeError(
             "minijit arrays are immutable: instead of `x[idx] = y` write "

@@ -32,16 +32,29 @@ class InterpreterExecutable:
 class InterpreterBackend:
     name = "interpreter"
 
-    def compile(self, closed: ClosedJaxpr) -> InterpreterExecutable:
+    def compile(self, closed: ClosedJaxpr, fun_name: str = "f") -> InterpreterExecutable:
         return InterpreterExecutable(closed)
 
 
-BACKENDS = {"interpreter": InterpreterBackend()}
-DEFAULT_BACKEND = "interpreter"
+class NumbaBackend:
+    """Numba code generation (`minijit.codegen`), imported on first use: Numba is slow to
+    import, and a session that only interprets should not pay for it."""
+
+    name = "numba"
+
+    def compile(self, closed: ClosedJaxpr, fun_name: str = "f"):
+        from minijit.codegen import NumbaExecutable
+
+        return NumbaExecutable(closed, fun_name)
+
+
+BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend()}
 
 
 def get_backend(name: str | None):
-    name = name or DEFAULT_BACKEND
+    from minijit.config import config
+
+    name = name or config.default_backend
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {sorted(BACKENDS)}")
     return BACKENDS[name]

@@ -14,6 +14,8 @@ _DEFAULTS: dict[str, Any] = {
     "log_compiles": False,  # log each trace+compile with its signature and timings
     "explain_cache_misses": False,  # log why each retrace happened
     "check_tracer_leaks": False,  # report tracers that escape a trace when it ends
+    "default_backend": "interpreter",  # what jit(f) uses without backend=...
+    "disk_cache": True,  # keep compiled Numba code across processes (chapter 08)
 }
 
 

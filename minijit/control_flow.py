@@ -70,6 +70,10 @@ def _type_str(aval: ShapedArray) -> str:
     return aval.str_short()
 
 
+def _strong(avals) -> list[ShapedArray]:
+    return [a.strip_weak_type() for a in avals]
+
+
 def _check_same_types(what: str, a_name: str, a_tree, a_avals, b_name: str, b_tree, b_avals,
                       paths: Sequence[str]):
     if a_tree != b_tree:
@@ -147,6 +151,8 @@ def _cond_abstract_eval(index, *args, branches):
     for b in branches:
         if [a.strip_weak_type() for a in b.in_avals] != [a.strip_weak_type() for a in args]:
             raise TypeError("cond: branch inputs do not match the operands")
+        if _strong(b.out_avals) != _strong(branches[0].out_avals):
+            raise TypeError("cond: branches give different output types")
     outs = [b.out_avals for b in branches]
     return [ShapedArray(a.shape, a.dtype, all(o[i].weak_type for o in outs))
             for i, a in enumerate(outs[0])]
@@ -185,11 +191,15 @@ def _trace_body(what: str, fun: Callable, prefix_avals: list, prefix_names: list
             continue
         for p, c, o in zip(paths, carry_avals, outs):
             if c.strip_weak_type() != o.strip_weak_type():
+                fix = ("convert the initial value (e.g. mnp.float64(0) or .astype(...))"
+                       if c.shape == o.shape else "allocate the final shape up front and "
+                       "write into it with .at[i].set(...)")
+                leaf = p.replace("output", "carry", 1)
+                at = f"at {leaf} " if leaf != "carry" else ""  # a single-array carry
                 raise TypeError(
-                    f"lax.{what}: the body must return the carry's types, but at "
-                    f"{p.replace('output', 'carry', 1)} the carry is {_type_str(c)} and the "
-                    f"body returns {_type_str(o)}. A loop carry keeps one shape and dtype: "
-                    "convert the initial value (e.g. mnp.float64(0) or .astype(...))."
+                    f"lax.{what}: the body must return the carry's types, but {at}the carry "
+                    f"is {_type_str(c)} and the body returns {_type_str(o)}. A loop carry "
+                    f"keeps one shape and dtype: {fix}."
                 )
         return jaxpr, consts, out_tree, carry_avals
     raise AssertionError("unreachable")
@@ -291,7 +301,12 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
 def _fori_abstract_eval(lower, upper, *args, body_jaxpr, body_nconsts):
     if lower.dtype != upper.dtype or not dtypes.is_int(lower.dtype):
         raise TypeError("fori_loop: bounds must be integers of one dtype")
-    return list(args[body_nconsts:])
+    carry = list(args[body_nconsts:])
+    want_in = [*args[:body_nconsts], ShapedArray((), lower.dtype), *carry]
+    if _strong(body_jaxpr.in_avals) != _strong(want_in) or _strong(
+            body_jaxpr.out_avals) != _strong(carry):
+        raise TypeError("fori_loop: the body must take (consts, i, carry) and return the carry")
+    return carry
 
 
 def _fori_impl(lower, upper, *args, body_jaxpr, body_nconsts):
@@ -358,6 +373,11 @@ def _leaf_paths_raw(tree: PyTreeDef) -> list[str]:
 
 def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length):
     carry = args[num_consts:num_consts + num_carry]
+    xs = args[num_consts + num_carry:]
+    want_in = [*args[:num_consts + num_carry], *[ShapedArray(x.shape[1:], x.dtype) for x in xs]]
+    if (_strong(jaxpr.in_avals) != _strong(want_in) or any(x.shape[:1] != (length,) for x in xs)
+            or _strong(jaxpr.out_avals[:num_carry]) != _strong(carry)):
+        raise TypeError("scan: the body must take (consts, carry, x) and return (carry, y)")
     ys = jaxpr.out_avals[num_carry:]
     return [*carry, *[ShapedArray((length, *y.shape), y.dtype, y.weak_type) for y in ys]]
 

@@ -54,7 +54,7 @@ def explain_miss(fun_name: str, where: str | None, new: SplitArgs,
                     "nested def created on every call, or jit(...) applied inside a loop, starts "
                     "with an empty cache each time. Create the jitted function once and reuse it.")
         return f"{head}\n  this is the first call (nothing is cached yet)."
-    ranked = sorted(previous, key=lambda old: len(differences(new, old)))
+    ranked = sorted(reversed(previous), key=lambda old: len(differences(new, old)))
     diffs = differences(new, ranked[0])
     n = len(previous)
     seen = f"all {n} previously seen cache keys differ" if n > 1 else (

@@ -82,10 +82,19 @@ def _parse(shape, index) -> tuple[list[_Axis], list[int]]:
     return axes, new_axes
 
 
+def _wide_enough(i, d: int):
+    """`i`, widened to int64 if its dtype cannot hold -d..d (uint8, or int8 with d > 127)."""
+    from minijit import numpy as mnp
+
+    info = np.iinfo(i.dtype)
+    return mnp.astype(i, np.int64) if info.min > -d or info.max < d else i
+
+
 def _normalize(i, d: int):
     """A traced index counts from the end when negative, as in NumPy."""
     from minijit import numpy as mnp
 
+    i = _wide_enough(i, d)
     return mnp.where(mnp.less(i, 0), mnp.add(i, d), i)
 
 
@@ -145,7 +154,7 @@ def index_update(x, index, values, how: str):
     values = mnp.astype(mnp.broadcast_to(mnp.asarray(values), kept), x.dtype)
     update = mnp.reshape(values, window)
     starts = [_normalize(a.start, d) if a.dynamic else a.start for a, d in zip(axes, shape)]
-    dynamic = [(a.start, d) for a, d in zip(axes, shape) if a.dynamic]
+    dynamic = [(_wide_enough(a.start, d), d) for a, d in zip(axes, shape) if a.dynamic]
     current = lax.dynamic_slice(x, starts, window) if how != "set" or dynamic else None
     if how != "set":
         combine = {"add": mnp.add, "multiply": mnp.multiply, "min": mnp.minimum,

@@ -221,7 +221,11 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
 
 def pp_eqn_alone(eqn: Eqn) -> str:
     """One equation with fresh names, for error messages: `c:f64[3] = mul a b`."""
-    return pp_eqn(eqn, _Names(), 0)
+    names = _Names()
+    for a in eqn.invars:  # inputs first, so names read in order of appearance
+        if isinstance(a, Var):
+            names(a)
+    return pp_eqn(eqn, names, 0)
 
 
 # --------------------------------------------------------------------------- type checking

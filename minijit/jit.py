@@ -32,6 +32,7 @@ from minijit.config import config
 from minijit.core import trace_stack
 from minijit.explain import explain_miss
 from minijit.ir import ClosedJaxpr, typecheck_jaxpr
+from minijit.passes import run_passes
 from minijit.tracing import trace_to_jaxpr
 from minijit.tree_util import PyTreeDef, tree_map, tree_unflatten
 
@@ -82,10 +83,22 @@ class CacheEntry:
 
 
 @dataclass
+class Miss:
+    """What is needed to explain one cache miss; the text is only built when asked for,
+    since comparing with every earlier key costs time proportional to their number."""
+
+    where: str | None
+    split: SplitArgs
+    previous: int  # how many calls of `history` came before it
+    recreated_from: str | None
+
+
+@dataclass
 class Cache:
     entries: dict[tuple, CacheEntry] = field(default_factory=dict)
     trace_count: int = 0
-    misses: list[str] = field(default_factory=list)  # one explanation per trace
+    history: list[SplitArgs] = field(default_factory=list)  # every traced call, in order
+    misses: list[Miss] = field(default_factory=list)
 
 
 # fun -> {jit options: Cache}; weak, so a cache dies with its function.
@@ -113,8 +126,6 @@ def _defined_at(fun) -> str:
 
 def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Run the optimizer's pipeline (`minijit.passes.PIPELINE`; chapter 07)."""
-    from minijit.passes import run_passes
-
     return run_passes(closed)
 
 
@@ -163,27 +174,28 @@ class JitFunction:
         cache = self._cache
         where = errors.user_location()
         code = getattr(self.fun, "__code__", None)
-        recreated = _seen_code.get(code) if not cache.entries and cache.trace_count == 0 else None
-        explanation = explain_miss(self.spec.fun_name, where, split,
-                                   [e.split for e in cache.entries.values()], recreated)
+        recreated = _seen_code.get(code) if cache.trace_count == 0 else None
+        miss = Miss(where, split, len(cache.history), recreated)
         t0 = time.perf_counter()
         traced, out_tree = _trace(self.fun, self.spec, split)
         t1 = time.perf_counter()
         optimized = optimize(traced)
         typecheck_jaxpr(optimized.jaxpr)
         t2 = time.perf_counter()
-        executable = self.backend.compile(optimized)
+        executable = self.backend.compile(optimized, self.spec.fun_name)
         t3 = time.perf_counter()
-        entry = CacheEntry(split, traced, optimized, executable, out_tree,
-                           {"trace": t1 - t0, "optimize": t2 - t1, "compile": t3 - t2})
+        timings = {"trace": t1 - t0, "optimize": t2 - t1, "compile": t3 - t2}
+        timings.update(getattr(executable, "timings", {}))  # codegen / compile, if split
+        entry = CacheEntry(split, traced, optimized, executable, out_tree, timings)
         # Only a complete entry is stored: a failure above leaves the cache as it was.
         cache.entries[split.key] = entry
         cache.trace_count += 1
-        cache.misses.append(explanation)
+        cache.history.append(split)
+        cache.misses.append(miss)
         if code is not None:
             _seen_code.setdefault(code, _defined_at(self.fun))
         if config.explain_cache_misses:
-            logger.warning(explanation)
+            logger.warning(self._explain(miss))
         if config.log_compiles:
             logger.warning(
                 f"Compiling {self.spec.fun_name} for {self._signature(split)} "
@@ -213,7 +225,12 @@ class JitFunction:
     @property
     def cache_misses(self) -> list[str]:
         """The explanation of every cache miss so far, oldest first."""
-        return list(self._cache.misses)
+        return [self._explain(m) for m in self._cache.misses]
+
+    def _explain(self, miss: Miss) -> str:
+        previous = self._cache.history[:miss.previous]
+        return explain_miss(self.spec.fun_name, miss.where, miss.split, previous,
+                            miss.recreated_from)
 
     def cache_entries(self) -> list[CacheEntry]:
         return list(self._cache.entries.values())
@@ -269,11 +286,16 @@ class Lowered:
     jaxpr: ClosedJaxpr
 
     def as_text(self) -> str:
+        """What the backend will run: generated source for Numba, the Jaxpr otherwise."""
+        if self.traced.jitted.backend.name == "numba":
+            from minijit.codegen import lower_jaxpr
+
+            return lower_jaxpr(self.jaxpr, self.traced.jitted.spec.fun_name).text
         return str(self.jaxpr)
 
     def compile(self) -> Compiled:
         backend = self.traced.jitted.backend
-        return Compiled(self, backend.compile(self.jaxpr))
+        return Compiled(self, backend.compile(self.jaxpr, self.traced.jitted.spec.fun_name))
 
 
 @dataclass

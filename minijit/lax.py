@@ -251,6 +251,7 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
                 dimension=int(dimension))
 
 
+from minijit.control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: E402, F401
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
     "annotations", "np", "dtypes", "P", "bind", "Sequence")]

@@ -19,7 +19,7 @@ import numpy as np
 
 from minijit import dtypes, lax
 from minijit.array import Array, wrap
-from minijit.core import get_aval
+from minijit.core import current_trace, get_aval
 from minijit.errors import ConcretizationTypeError, user_line
 from minijit.tracing import Tracer
 
@@ -69,10 +69,12 @@ def _flat(x):
 
 def _operand(x):
     """Arrays and tracers pass through; Python scalars stay (weakly typed); the rest converts."""
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
+    if isinstance(x, np.ndarray) and not isinstance(x, Array) and current_trace() is None:
+        return wrap(x)  # eagerly, even a no-op (`reshape` to the same shape) returns an Array
     if isinstance(x, (Tracer, np.ndarray)) or isinstance(x, _SCALARS):
         return x
-    if isinstance(x, np.generic):
-        return np.asarray(x)
     return asarray(x)
 
 
@@ -345,8 +347,7 @@ sqrt = _float_unary(lax.sqrt)
 
 
 def square(x):
-    x = _operand_array(x)
-    return lax.integer_pow(x, 2)
+    return power(_operand_array(x), 2)  # power computes bools in int8, as NumPy does
 
 
 def isnan(x):

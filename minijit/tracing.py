@@ -312,10 +312,11 @@ def _concretization_error(tracer: Tracer, cls, what: str, fixes: list[str],
                     if aval.shape == () and not n.startswith("args")})
     if static_fix and roots:
         spelled = ", ".join(repr(r) for r in roots)
+        trailing = "," if len(roots) == 1 else ""  # ('n',) but ('a', 'b')
         fixes = [*fixes, f"if {' and '.join(f'`{r}`' for r in roots)} "
                          f"{'is a setting' if len(roots) == 1 else 'are settings'} known before "
                          f"the call, mark {'it' if len(roots) == 1 else 'them'} static: "
-                         f"jit({trace.fun_name}, static_argnames=({spelled},))"]
+                         f"jit({trace.fun_name}, static_argnames=({spelled}{trailing}))"]
     if fixes:
         lines.append("How to fix it:\n" + "\n".join(f"  - {f}" for f in fixes))
     return cls("\n".join(lines))

@@ -74,7 +74,8 @@ def fuse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
         groups.remove(other)
 
     for eqn in jaxpr.eqns:
-        eqn = map_subjaxprs(eqn, fuse_jaxpr)
+        if eqn.primitive is not fused_p:  # a kernel is already fused: do not nest another
+            eqn = map_subjaxprs(eqn, fuse_jaxpr)
         program.append(eqn)
         feeding = []
         for a in eqn.invars:

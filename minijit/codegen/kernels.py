@@ -1,0 +1,112 @@
+"""Loop nests: elementwise kernels and reductions with accumulators (chapter 08).
+
+A kernel is a sub-Jaxpr of elementwise equations over one iteration shape (a `fused`
+equation's body, or a single elementwise equation). It becomes one loop nest that computes
+every equation for one element in registers and writes only the values used outside: no
+temporaries. Broadcasting is index arithmetic: an operand of shape (4, 1) in a (4, 5) loop is
+read at `[i0, 0]`. A reduction as the kernel's last equation accumulates in the same loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijit import primitives as P
+from minijit.codegen.scalar_rules import cast, dtype_name, literal, scalar_expr
+from minijit.ir import Jaxpr, Lit, Var
+
+_REDUCE_INIT = {
+    P.reduce_sum_p: lambda dt: literal(0, dt),
+    P.reduce_prod_p: lambda dt: literal(1, dt),
+    P.reduce_max_p: lambda dt: literal(-np.inf if dt.kind == "f" else (
+        False if dt.kind == "b" else np.iinfo(dt).min), dt),
+    P.reduce_min_p: lambda dt: literal(np.inf if dt.kind == "f" else (
+        True if dt.kind == "b" else np.iinfo(dt).max), dt),
+}
+
+
+def _combine(prim, acc: str, v: str, dt) -> list[str]:
+    """Statements folding element `v` into accumulator `acc` (NaN-propagating max/min)."""
+    if prim is P.reduce_sum_p:
+        return [f"{acc} = {cast(f'{acc} + {v}', dt)}"]
+    if prim is P.reduce_prod_p:
+        return [f"{acc} = {cast(f'{acc} * {v}', dt)}"]
+    op = ">" if prim is P.reduce_max_p else "<"
+    return [f"if {v} {op} {acc} or {v} != {v}:", f"    {acc} = {v}"]
+
+
+def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], name) -> None:
+    """Emit the loop nest computing `kernel` into the emitter `out`.
+
+    `in_exprs` are the outer names of the kernel's inputs (arrays, or scalars for rank 0);
+    `out_names` the outer names its outputs get. `name(var)` names a kernel variable.
+    """
+    last = kernel.eqns[-1]
+    reduction = last.primitive in _REDUCE_INIT
+    members = kernel.eqns[:-1] if reduction else kernel.eqns
+    shape = (last.invars[0].aval.shape if reduction else last.outvars[0].aval.shape)
+    idx = [f"i{k}" for k in range(len(shape))]
+    index = ", ".join(idx) if idx else ""
+    outputs = dict(zip(map(id, kernel.outvars), out_names))
+
+    # Allocate what the loop writes.
+    for v, outer in zip(kernel.outvars, out_names):
+        if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
+            out.line(f"{outer} = np.empty({tuple(v.aval.shape)}, np.{dtype_name(v.aval.dtype)})")
+    acc = None
+    if reduction:
+        axes = set(last.params["axes"])
+        dt = last.outvars[0].aval.dtype
+        kept = [i for k, i in enumerate(idx) if k not in axes]
+        acc_name = outputs.get(id(last.outvars[0])) or name(last.outvars[0])
+        init = _REDUCE_INIT[last.primitive](dt)
+        if kept:
+            kept_shape = tuple(d for k, d in enumerate(shape) if k not in axes)
+            out.line(f"{acc_name} = np.full({kept_shape}, {init}, np.{dtype_name(dt)})")
+            acc = f"{acc_name}[{', '.join(kept)}]"
+        else:
+            out.line(f"{acc_name} = {init}")
+            acc = acc_name
+
+    # Scalars are read once, outside the loops.
+    env: dict[int, str] = {}
+    full_inputs = []
+    for v, outer in zip(kernel.invars, in_exprs):
+        if v.aval.shape == ():
+            env[id(v)] = outer
+        elif v.aval.shape == shape:
+            full_inputs.append((v, outer))
+        else:
+            env[id(v)] = outer  # read through broadcast_in_dim's index arithmetic
+
+    def atom(a):
+        return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+
+    for k, d in enumerate(shape):
+        out.line(f"for {idx[k]} in range({d}):")
+        out.indent += 1
+    for v, outer in full_inputs:
+        env[id(v)] = name(v)
+        out.line(f"{name(v)} = {outer}[{index}]")
+    for eqn in members:
+        v = eqn.outvars[0]
+        if eqn.primitive is P.broadcast_in_dim_p:
+            src = eqn.invars[0]
+            if src.aval.shape == ():
+                expr = atom(src)
+            else:
+                dims = eqn.params["broadcast_dimensions"]
+                sub = [("0" if src.aval.shape[k] == 1 else idx[d]) for k, d in enumerate(dims)]
+                expr = f"{atom(src)}[{', '.join(sub)}]"
+        else:
+            expr = scalar_expr(eqn, [atom(a) for a in eqn.invars])
+        out.line(f"{name(v)} = {expr}")
+        env[id(v)] = name(v)
+    if reduction:
+        for stmt in _combine(last.primitive, acc, atom(last.invars[0]),
+                             last.outvars[0].aval.dtype):
+            out.line(stmt)
+    for v, outer in zip(kernel.outvars, out_names):
+        if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
+            out.line(f"{outer}[{index}] = {atom(v)}" if shape else f"{outer}[()] = {atom(v)}")
+    out.indent -= len(shape)

@@ -1,0 +1,223 @@
+"""The case model: exercises, test cases, and how a result is compared with the expected one.
+
+An :class:`Exercise` names what the learner must define, what it is worth, where in the
+course to reread, and two lists of :class:`Case`: public ones (``check()`` shows them) and
+hidden ones (only the grader runs them; feedback reports how many passed, never which).
+
+A case is a probe (see :mod:`minijit.grading.probing`) plus JSON-able arguments. Its
+expected value is the same probe run against the exercise's *reference* namespace in a
+trusted process, or a literal stored on the case. :func:`compare` then decides, on plain
+data only, so nothing the learner's code returns can take part in the decision: an object
+whose ``==`` is always true never reaches this module (the probe refuses to serialise it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import textwrap
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Probe = Callable[..., Any]
+
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case: ``probe(ns, *args)`` run on the learner's and the reference namespace.
+
+    ``probe`` defaults to the exercise's probe. ``expected`` may be given literally (plain
+    data); otherwise it is computed from the reference. ``hint`` overrides the exercise's.
+    """
+
+    name: str
+    args: tuple = ()
+    probe: Probe | None = None
+    expected: Any = _MISSING
+    hint: str | None = None
+    rtol: float = 1e-7
+    atol: float = 1e-12
+
+    @property
+    def has_literal_expected(self) -> bool:
+        return self.expected is not _MISSING
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise of the course, as the grader and ``check()`` see it.
+
+    ``reference`` returns the namespace of a correct solution (the names the learner must
+    define); it is only ever called in a trusted process. ``error_hints`` maps the name of
+    an exception class raised by the learner's code to the hint for that pitfall.
+    """
+
+    id: str
+    points: float
+    title: str
+    chapter: str
+    section: str
+    hint: str
+    probe: Probe
+    reference: Callable[[], Mapping[str, Any]]
+    public: tuple[Case, ...]
+    hidden: tuple[Case, ...] = ()
+    error_hints: Mapping[str, str] = field(default_factory=dict)
+
+    def cases(self, extra_hidden: tuple[Case, ...] = ()) -> list[tuple[str, Case, bool]]:
+        """All cases as ``(key, case, is_public)``; keys are stable and unique."""
+        out = [(f"{self.id}/public/{i}", c, True) for i, c in enumerate(self.public)]
+        out += [(f"{self.id}/hidden/{i}", c, False) for i, c in enumerate(self.hidden)]
+        out += [(f"{self.id}/private/{i}", c, False) for i, c in enumerate(extra_hidden)]
+        return out
+
+    def probe_for(self, case: Case) -> Probe:
+        return case.probe or self.probe
+
+    def hint_for(self, case: Case, got: Any = None) -> str:
+        """The hint for a failed case: the raised error's pitfall first, then the case's."""
+        err = error_of(got)
+        if err is not None and err.get("type") in self.error_hints:
+            text = self.error_hints[err["type"]]
+        else:
+            text = case.hint or self.hint
+        return f"{text} Reread chapters/{self.chapter}.ipynb, section \u201c{self.section}\u201d."
+
+
+def raises(error_type: str) -> dict:
+    """A literal expected value for a case whose point is that the code raises."""
+    return {"__error__": {"type": error_type, "message": "", "line": ""}}
+
+
+def probe_source(probe: Probe) -> tuple[str, str]:
+    """``(source, name)`` of a probe, to be executed inside the grading kernel.
+
+    Probes must be plain top-level functions without decorators: the kernel rebuilds them
+    from this text alone.
+    """
+    if not inspect.isfunction(probe) or probe.__qualname__ != probe.__name__:
+        raise TypeError(f"probe {probe!r} must be a top-level function")
+    source = textwrap.dedent(inspect.getsource(probe))
+    if source.lstrip().startswith("@"):
+        raise TypeError(f"probe {probe.__name__} must not be decorated")
+    return source, probe.__name__
+
+
+# ----------------------------------------------------------------------------------------
+# Comparison on plain data
+# ----------------------------------------------------------------------------------------
+
+
+def error_of(value: Any) -> dict | None:
+    """The error record inside a probe result, if the probe raised."""
+    if isinstance(value, dict) and set(value) == {"__error__"}:
+        return value["__error__"]
+    return None
+
+
+def compare(expected: Any, got: Any, rtol: float = 1e-7, atol: float = 1e-12) -> str | None:
+    """``None`` when ``got`` matches ``expected``, else a one-line reason.
+
+    Both sides are plain data. Ints compare exactly, floats within tolerance, arrays by
+    shape, dtype and values; ``True`` is not ``1``. When the expected value is itself an
+    error record, only the exception's class name has to match.
+    """
+    exp_err, got_err = error_of(expected), error_of(got)
+    if exp_err is not None:
+        if got_err is not None and got_err.get("type") == exp_err.get("type"):
+            return None
+        return f"expected it to raise {exp_err.get('type')}, but got {describe(got)}"
+    if got_err is not None:
+        return f"raised {got_err.get('type')}: {got_err.get('message', '')}".rstrip(": ")
+    return _compare(expected, got, rtol, atol, "")
+
+
+def _where(path: str) -> str:
+    return f" at {path}" if path else ""
+
+
+def _compare(exp: Any, got: Any, rtol: float, atol: float, path: str) -> str | None:
+    if _is_array(exp):
+        if not _is_array(got):
+            return f"expected an array{_where(path)}, got {describe(got)}"
+        e, g = exp["__array__"], got["__array__"]
+        if e["shape"] != g["shape"]:
+            return f"shape{_where(path)}: expected {tuple(e['shape'])}, got {tuple(g['shape'])}"
+        if e["dtype"] != g["dtype"]:
+            return f"dtype{_where(path)}: expected {e['dtype']}, got {g['dtype']}"
+        return _compare_values(e["data"], g["data"], rtol, atol, path)
+    return _compare_values(exp, got, rtol, atol, path)
+
+
+def _compare_values(exp: Any, got: Any, rtol: float, atol: float, path: str) -> str | None:
+    te, tg = type(exp), type(got)
+    if te is bool or tg is bool:
+        if te is not tg or exp != got:
+            return f"expected {describe(exp)}{_where(path)}, got {describe(got)}"
+        return None
+    if te in (int, float) and tg in (int, float):
+        if te is int and tg is int:
+            ok = exp == got
+        elif math.isnan(exp) or math.isnan(got):
+            ok = math.isnan(exp) and math.isnan(got)
+        else:
+            ok = math.isclose(exp, got, rel_tol=rtol, abs_tol=atol)
+        return None if ok else f"expected {describe(exp)}{_where(path)}, got {describe(got)}"
+    if te is list:
+        if tg is not list:
+            return f"expected a list{_where(path)}, got {describe(got)}"
+        if len(exp) != len(got):
+            return f"expected {len(exp)} items{_where(path)}, got {len(got)}"
+        for i, (e, g) in enumerate(zip(exp, got)):
+            reason = _compare(e, g, rtol, atol, f"{path}[{i}]")
+            if reason:
+                return reason
+        return None
+    if te is dict:
+        if tg is not dict or set(exp) != set(got):
+            return f"expected {describe(exp)}{_where(path)}, got {describe(got)}"
+        for k in exp:
+            reason = _compare(exp[k], got[k], rtol, atol, f"{path}.{k}" if path else k)
+            if reason:
+                return reason
+        return None
+    if te is not tg or exp != got:
+        return f"expected {describe(exp)}{_where(path)}, got {describe(got)}"
+    return None
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"__array__"}
+
+
+_DTYPE_SHORT = {"float64": "f64", "float32": "f32", "int64": "i64", "int32": "i32",
+                "bool": "bool", "float16": "f16", "int8": "i8", "int16": "i16",
+                "uint8": "u8", "uint32": "u32", "uint64": "u64"}
+
+
+def describe(value: Any, limit: int = 120) -> str:
+    """A short human-readable rendering of plain data, for tables and feedback."""
+    text = _describe(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe(value: Any) -> str:
+    err = error_of(value)
+    if err is not None:
+        message = err.get("message", "")
+        return f"{err.get('type')}: {message}" if message else f"raises {err.get('type')}"
+    if _is_array(value):
+        a = value["__array__"]
+        dtype = _DTYPE_SHORT.get(a["dtype"], a["dtype"])
+        shape = ",".join(str(d) for d in a["shape"])
+        return f"{dtype}[{shape}] {_describe(a['data'])}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_describe(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_describe(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, str):
+        return repr(value)
+    return repr(value)

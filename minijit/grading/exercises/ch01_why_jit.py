@@ -1,0 +1,51 @@
+"""Chapter 01 (why JIT): when does compiling pay off?
+
+``ex01_break_even``: the learner writes ``calls_to_break_even(compile_s, eager_s, jitted_s)``,
+the number of calls after which a jitted function has cost less in total than the plain one
+(section 3, "When a JIT does not pay off"). Pure arithmetic, graded on hidden timings.
+"""
+
+from __future__ import annotations
+
+import math
+
+from minijit.grading.cases import Case, Exercise
+from minijit.grading.probing import get
+
+
+def probe_break_even(ns, compile_s, eager_s, jitted_s):
+    n = get(ns, "calls_to_break_even")(compile_s, eager_s, jitted_s)
+    # An int-valued float (56.0) is an acceptable answer; the comparison is on ints.
+    if type(n) is float and n.is_integer():
+        n = int(n)
+    return n
+
+
+def _calls_to_break_even(compile_s: float, eager_s: float, jitted_s: float) -> int | None:
+    if jitted_s >= eager_s:
+        return None
+    # The cases stay away from exact ties, where float rounding could go either way.
+    return max(1, math.ceil(compile_s / (eager_s - jitted_s)))
+
+
+EXERCISES = [
+    Exercise(
+        id="ex01_break_even", points=1, title="When does jit pay off?",
+        chapter="01_why_jit", section="3. When a JIT does not pay off",
+        hint=("The jitted version costs compile_s once plus jitted_s per call; the plain one "
+              "costs eager_s per call. Find the first n where the jitted total is not larger "
+              "(and return None when the jitted call is not faster)."),
+        probe=probe_break_even,
+        reference=lambda: {"calls_to_break_even": _calls_to_break_even},
+        public=(
+            Case("compile 0.5 s, eager 10 ms, jitted 1 ms", (0.5, 0.01, 0.001)),
+            Case("jitted not faster", (0.2, 0.001, 0.002)),
+        ),
+        hidden=(
+            Case("compile 2 s, eager 3 ms, jitted 1.1 ms", (2.0, 0.003, 0.0011)),
+            Case("free compile", (0.0, 0.01, 0.001)),
+            Case("equal speeds", (0.1, 0.004, 0.004)),
+            Case("compile 40 ms, eager 50 ms, jitted 20 ms", (0.04, 0.05, 0.02)),
+        ),
+    ),
+]

@@ -1,0 +1,460 @@
+"""Executing one submission: its own kernel, time limits, and recovery from anything.
+
+``run_submission(path, plan, limits)`` never raises and never hangs past the submission's
+time limit: whatever the notebook does, it returns a :class:`RunResult` holding the raw
+probe results (plain data, not yet compared) and a list of events that explain what
+happened. The steps:
+
+1. Read the file with nbformat. Unreadable JSON or a non-notebook is ``invalid_notebook``.
+   Only the *source* of code cells is kept: outputs, metadata and tags such as
+   ``skip-execution`` are the submitter's and are ignored.
+2. Start a fresh kernel (the grader's own interpreter, see :func:`_kernel_spec`), record the
+   IPython transformers it starts with, then run the code cells one by one with nbclient,
+   each under ``min(cell timeout, time left)``. An exception is recorded and execution goes
+   on, as a learner running "all cells" would; a cell that times out is interrupted.
+3. Run each exercise's probes through :mod:`minijit.grading.channel`, one request per
+   exercise, so that a probe that loops or kills the kernel costs only that exercise.
+4. If the kernel dies (``os._exit``, a segfault) or stops answering (a loop that swallows
+   ``KeyboardInterrupt``), start a new one and replay the cells, skipping the culprit, then
+   go on with the exercises not yet graded. At most ``limits.max_kernel_starts`` kernels.
+
+``check()`` cells run too, but ``MINIJIT_GRADING=1`` makes them return at once; grading
+never reads them. Edited or deleted check cells are reported, not needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from queue import Empty
+from typing import Any
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from .channel import ChannelError, ProbeCall, expression, new_nonce, parse_reply
+from .channel import user_expression_key as _key
+from .notebook import check_call, exercise_header
+
+# Status words, worst first. A submission's status is the worst event it produced.
+STATUS_ORDER = ("not_graded", "invalid_notebook", "grader_error", "kernel_died", "timeout",
+                "tampered", "error", "ok")
+NOTE = "note"  # informative events that do not change the status (e.g. "not attempted")
+
+
+@dataclass(frozen=True)
+class ExercisePlan:
+    """What to run for one exercise: its probe calls, nothing secret."""
+
+    id: str
+    calls: tuple[ProbeCall, ...]
+
+
+@dataclass(frozen=True)
+class Limits:
+    cell_timeout: float = 30.0
+    timeout: float = 300.0
+    startup_timeout: float = 60.0
+    max_kernel_starts: int = 3
+    # After an interrupt, how long the kernel gets to show it is listening again.
+    settle_timeout: float = 5.0
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # one of STATUS_ORDER (not "ok") or NOTE
+    message: str
+
+
+@dataclass
+class RunResult:
+    """Raw outcome of one submission; scoring happens in the grader's main process."""
+
+    results: dict[str, Any] = field(default_factory=dict)
+    # exercise id -> "ran", or the kind of event that stopped its probes
+    outcome: dict[str, str] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def add(self, kind: str, message: str) -> None:
+        if Event(kind, message) not in self.events:
+            self.events.append(Event(kind, message))
+
+    @property
+    def status(self) -> str:
+        kinds = {e.kind for e in self.events}
+        return next((s for s in STATUS_ORDER if s in kinds), "ok")
+
+
+class InvalidNotebook(ValueError):
+    pass
+
+
+def read_submission(path: str | os.PathLike) -> list[str]:
+    """The sources of the non-empty code cells, or InvalidNotebook."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - any failure to read is the same verdict
+        raise InvalidNotebook(f"not a readable notebook: {type(exc).__name__}: "
+                              f"{str(exc)[:200]}") from None
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise InvalidNotebook("not a notebook: no list of cells")
+    sources = []
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(str(s) for s in source)
+        if not isinstance(source, str):
+            raise InvalidNotebook("not a notebook: a cell's source is not text")
+        if source.strip():
+            sources.append(source)
+    return sources
+
+
+def _label(sources: list[str], index: int) -> str:
+    header = exercise_header(sources[index])
+    checked = check_call(sources[index])
+    where = f"code cell {index + 1}"
+    if header:
+        return f"{where} ({header[0]})"
+    if checked:
+        return f"{where} (check {checked})"
+    return where
+
+
+def _kernel_spec():
+    """Always the grader's own interpreter, whatever ``python3`` kernelspec is installed.
+
+    A user's ``python3`` kernelspec may point at another environment (without minijit, or
+    with a different version); grading must not depend on it. The history goes to memory so
+    that parallel kernels do not fight over IPython's sqlite file.
+    """
+    return KernelSpec(
+        argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+              "--HistoryManager.hist_file=:memory:"],
+        display_name="minijit grader", language="python", interrupt_mode="signal",
+        metadata={})
+
+
+class _Kernel:
+    """A kernel plus an nbclient NotebookClient that runs cells on it."""
+
+    def __init__(self, limits: Limits, cwd: str, n_cells: int) -> None:
+        self.limits, self.cwd, self.n_cells = limits, cwd, n_cells
+        self.km: Any = None
+        self.client: Any = None
+
+    async def start(self, deadline: float) -> None:
+        spec = _kernel_spec()
+
+        class _Specs(KernelSpecManager):
+            def get_kernel_spec(self, kernel_name: str) -> Any:
+                return spec
+
+        env = dict(os.environ, MINIJIT_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+        self.km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_Specs())
+        # The kernel's own stdout/stderr (C-level prints, warnings) must not reach the
+        # grader's terminal; what the notebook prints travels over iopub and is dropped.
+        await self.km.start_kernel(env=env, cwd=self.cwd, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        nb = nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell("") for _ in range(self.n_cells)])
+        self.client = _QuietClient(nb, km=self.km, allow_errors=True,
+                                   interrupt_on_timeout=False)
+        self.client.startup_timeout = max(1, int(min(self.limits.startup_timeout,
+                                                     deadline - time.monotonic())))
+        await self.client.async_start_new_kernel_client()
+
+    async def run_cell(self, index: int, source: str, timeout: float) -> tuple[str, str]:
+        """``(outcome, detail)``; outcome is ok / error / not_attempted / timeout / died /
+        exit (the cell called ``exit()``) / broken (the kernel's messages are unreadable)."""
+        cell = self.client.nb.cells[index]
+        cell.source = source
+        self.client.timeout = max(1, int(timeout + 0.999))
+        self.client.last_reply = None
+        try:
+            await self.client.async_execute_cell(cell, index, execution_count=index + 1)
+        except CellTimeoutError:
+            return "timeout", ""
+        except DeadKernelError:
+            return "died", ""
+        except Exception as exc:  # noqa: BLE001 - e.g. the notebook patched json in the kernel
+            return "broken", f"{type(exc).__name__}: {exc}"
+        reply = (self.client.last_reply or {}).get("content", {})
+        # IPython's exit() does not fail the cell: it asks the kernel to shut down once the
+        # reply is sent, so the kernel would die during some *later* cell.
+        for payload in reply.get("payload") or []:
+            if payload.get("source") == "ask_exit" and not payload.get("keepkernel"):
+                return "exit", ""
+        if reply.get("status") == "error":
+            ename, evalue = reply.get("ename", "?"), str(reply.get("evalue", ""))[:200]
+            if ename == "NotImplementedError":
+                return "not_attempted", evalue
+            return "error", f"{ename}: {evalue}".rstrip(": ")
+        return "ok", ""
+
+    async def request(self, user_expressions: dict[str, str], timeout: float
+                      ) -> dict[str, Any] | str:
+        """Send an empty execute_request with user expressions; the reply content, or
+        ``"timeout"`` / ``"died"`` / ``"broken"``."""
+        kc = self.client.kc
+        deadline = time.monotonic() + timeout
+        try:
+            msg_id = kc.execute("", silent=True, store_history=False,
+                                user_expressions=user_expressions, stop_on_error=False)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return "timeout"
+                try:
+                    msg = await kc.get_shell_msg(timeout=min(0.5, left))
+                except Empty:
+                    if not await self.km.is_alive():
+                        return "died"
+                    continue
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return msg["content"]
+        except Exception:  # noqa: BLE001 - unreadable messages: the kernel is unusable
+            return "broken"
+
+    async def interrupt_and_settle(self) -> bool:
+        """Interrupt the kernel; True when it answers a request afterwards."""
+        _cancel_stray_tasks()
+        try:
+            if not await self.km.is_alive():
+                return False
+            await self.km.interrupt_kernel()
+        except Exception:  # noqa: BLE001 - a kernel that cannot be interrupted is stuck
+            return False
+        reply = await self.request({}, self.limits.settle_timeout)
+        return isinstance(reply, dict)
+
+    async def stop(self) -> None:
+        _cancel_stray_tasks()
+        try:
+            if self.client is not None and self.client.kc is not None:
+                self.client.kc.stop_channels()
+        except Exception:  # noqa: BLE001 - best effort: the process is killed next
+            pass
+        try:
+            if self.km is not None and self.km.has_kernel:
+                await self.km.shutdown_kernel(now=True)
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            if self.km is not None:
+                await self.km.cleanup_resources()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class _QuietClient(NotebookClient):
+    """Keeps only the execute reply: outputs are never needed, and a notebook that prints
+    forever must not fill the grader's memory."""
+
+    last_reply: Any = None
+
+    def output(self, outs, msg, display_id, cell_index):  # noqa: ANN001
+        return None
+
+    def handle_comm_msg(self, outs, msg, cell_index):  # noqa: ANN001
+        return None
+
+    async def _check_raise_for_error(self, cell, cell_index, exec_reply):  # noqa: ANN001
+        self.last_reply = exec_reply
+
+
+def _cancel_stray_tasks() -> None:
+    """Cancel nbclient's leftover pollers (after a timeout they keep reading iopub and
+    would steal the next cell's messages). Each submission owns its event loop."""
+    current = asyncio.current_task()
+    for task in asyncio.all_tasks():
+        if task is not current:
+            task.cancel()
+
+
+def _env_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    found = []
+    if before.get("transformers") != after.get("transformers"):
+        found.append("the notebook installed IPython input or AST transformers")
+    for name in after.get("replaced", []):
+        found.append(f"the notebook replaced {name}")
+    return found
+
+
+async def _run(path: str, plan: tuple[ExercisePlan, ...], limits: Limits,
+               result: RunResult) -> None:
+    start = time.monotonic()
+    deadline = start + limits.timeout
+    try:
+        sources = read_submission(path)
+    except InvalidNotebook as exc:
+        result.add("invalid_notebook", str(exc))
+        return
+
+    # Static look at the notebook: missing or edited check cells are worth telling.
+    checked = {check_call(s) for s in sources}
+    for ex in plan:
+        if ex.id not in checked:
+            result.add("tampered", f'the check("{ex.id}") cell was edited or deleted')
+
+    skip: set[int] = set()
+    seen: set[int] = set()
+    pending = [ex for ex in plan]
+    cwd = tempfile.mkdtemp(prefix="minijit-grade-")
+    try:
+        for _ in range(limits.max_kernel_starts):
+            kernel = _Kernel(limits, cwd, len(sources))
+            try:
+                restart = await _attempt(kernel, sources, pending, skip, seen, limits,
+                                         deadline, result)
+            finally:
+                await kernel.stop()
+            if not restart:
+                break
+        else:
+            result.add("kernel_died", f"gave up after {limits.max_kernel_starts} kernels")
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
+    for ex in pending:
+        result.outcome.setdefault(ex.id, "not_run")
+
+
+async def _attempt(kernel: _Kernel, sources: list[str], pending: list[ExercisePlan],
+                   skip: set[int], seen: set[int], limits: Limits, deadline: float,
+                   result: RunResult) -> bool:
+    """One kernel's worth of work; True when a new kernel is needed to go on."""
+
+    def left() -> float:
+        return deadline - time.monotonic()
+
+    def out_of_time() -> bool:
+        if left() <= 0:
+            result.add("timeout", f"the submission ran past its {limits.timeout:g} s limit")
+            return True
+        return False
+
+    try:
+        await kernel.start(deadline)
+    except Exception as exc:  # noqa: BLE001 - reported, and the attempt is over
+        if out_of_time():
+            return False
+        result.add("grader_error", f"the kernel did not start: {type(exc).__name__}: {exc}")
+        return False
+
+    baseline = await _environment(kernel, min(limits.cell_timeout, max(left(), 0.1)))
+    if baseline is None:
+        result.add("grader_error", "the new kernel did not answer")
+        return False
+
+    for i, source in enumerate(sources):
+        if i in skip:
+            continue
+        if out_of_time():
+            return False
+        outcome, detail = await kernel.run_cell(i, source, min(limits.cell_timeout, left()))
+        label = _label(sources, i)
+        first = i not in seen  # a replayed cell's error was reported the first time
+        seen.add(i)
+        if outcome == "error" and first:
+            result.add("error", f"{label}: {detail}")
+        elif outcome == "not_attempted" and first:
+            result.add(NOTE, f"{label}: not attempted")
+        elif outcome == "timeout":
+            skip.add(i)
+            if out_of_time():
+                return False
+            result.add("timeout", f"{label} ran past {limits.cell_timeout:g} s and was "
+                                  "interrupted; later cells still ran")
+            if not await kernel.interrupt_and_settle():
+                result.add("timeout", f"{label} ignored the interrupt; the kernel was "
+                                      "restarted without it")
+                return True
+        elif outcome == "exit":
+            skip.add(i)
+            result.add("kernel_died", f"{label} called exit(); the kernel was restarted and "
+                                      "the notebook replayed without that cell")
+            return True
+        elif outcome == "died":
+            skip.add(i)
+            result.add("kernel_died", f"the kernel died in {label}; it was restarted and "
+                                      "the notebook replayed without that cell")
+            return True
+        elif outcome == "broken":
+            skip.add(i)
+            result.add("tampered", f"after {label} the kernel's messages could not be read "
+                                   f"({detail[:80]}); it was restarted without that cell")
+            return True
+
+    while pending:
+        ex = pending[0]
+        if out_of_time():
+            return False
+        nonce = new_nonce()
+        reply = await kernel.request({_key(nonce): expression(ex.calls, nonce)},
+                                     min(limits.cell_timeout, left()))
+        pending.pop(0)
+        if reply == "timeout":
+            result.outcome[ex.id] = "timeout"
+            result.add("timeout", f"{ex.id}: the tests ran past {limits.cell_timeout:g} s")
+            if not await kernel.interrupt_and_settle():
+                return bool(pending)
+            continue
+        if reply == "died":
+            result.outcome[ex.id] = "kernel_died"
+            result.add("kernel_died", f"{ex.id}: the kernel died while testing it")
+            return bool(pending)
+        if reply == "broken":
+            result.outcome[ex.id] = "tampered"
+            result.add("tampered", f"{ex.id}: the kernel's answer could not be read")
+            return bool(pending)
+        try:
+            results, env = parse_reply(reply, nonce)
+        except ChannelError as exc:
+            result.outcome[ex.id] = "tampered"
+            result.add("tampered", f"{ex.id}: {exc}")
+            continue
+        for change in _env_changes(baseline, env):
+            result.add("tampered", change)
+        expected_keys = {c.key for c in ex.calls}
+        result.results.update({k: v for k, v in results.items() if k in expected_keys})
+        result.outcome[ex.id] = "ran"
+    return False
+
+
+async def _environment(kernel: _Kernel, timeout: float) -> dict[str, Any] | None:
+    nonce = new_nonce()
+    reply = await kernel.request({_key(nonce): expression((), nonce)}, timeout)
+    if not isinstance(reply, dict):
+        return None
+    try:
+        return parse_reply(reply, nonce)[1]
+    except ChannelError:
+        return None
+
+
+def run_submission(path: str | os.PathLike, plan: tuple[ExercisePlan, ...],
+                   limits: Limits) -> RunResult:
+    """Execute and probe one submission; never raises (see the module docstring)."""
+    result = RunResult()
+    start = time.monotonic()
+    try:
+        asyncio.run(_run(str(path), plan, limits, result))
+    except BaseException as exc:  # noqa: BLE001 - a row must come back whatever happened
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        result.add("grader_error", f"{type(exc).__name__}: {exc}")
+    result.seconds = time.monotonic() - start
+    return result
