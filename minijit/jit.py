@@ -81,6 +81,10 @@ class CacheEntry:
     calls: int = 0
     execute_s: float = 0.0  # total time spent running it
 
+    @property
+    def single_output(self) -> bool:
+        return self.out_tree.kind == "leaf"
+
 
 @dataclass
 class Miss:
@@ -98,6 +102,7 @@ class Cache:
     entries: dict[tuple, CacheEntry] = field(default_factory=dict)
     trace_count: int = 0
     history: list[SplitArgs] = field(default_factory=list)  # every traced call, in order
+    fast: dict[tuple, CacheEntry] = field(default_factory=dict)  # see JitFunction.__call__
     misses: list[Miss] = field(default_factory=list)
 
 
@@ -148,17 +153,32 @@ class JitFunction:
         options = (self.spec.static_argnums, self.spec.static_argnames,
                    self.spec.donate_argnums, self.backend.name)
         self._cache = _cache_for(fun, options)
+        # The fast path handles the common call: positional NumPy arrays, nothing static.
+        self._fast_ok = not (self.spec.static_argnums or self.spec.static_argnames
+                             or self.spec.donate_argnums)
 
     # -- calling
     def __call__(self, *args, **kwargs):
-        if config.disable_jit:
+        if _config_values["disable_jit"]:
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
         if trace_stack:  # called while tracing another function: inline it
             return self.fun(*args, **kwargs)
+        if self._fast_ok and not kwargs:
+            entry = self._cache.fast.get(_fast_key(args))
+            if entry is not None and not _donated:
+                t0 = time.perf_counter()
+                outs = entry.executable.fast_call(args)
+                entry.execute_s += time.perf_counter() - t0
+                entry.calls += 1
+                if entry.single_output:
+                    return outs[0].view(Array)
+                return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
         split = split_args(self.spec, args, kwargs)
         entry = self._cache.entries.get(split.key)
         if entry is None:
             entry = self._compile(split)
+            if self._fast_ok and not kwargs and _fast_key(args) is not None:
+                self._cache.fast[_fast_key(args)] = entry
         leaves = split.leaves
         if _donated:
             _check_not_donated(leaves, split.leaf_names, self.spec.fun_name)
@@ -208,7 +228,9 @@ class JitFunction:
     def _signature(split: SplitArgs) -> str:
         from minijit.explain import _aval_str
 
-        parts = [f"{n}: {_aval_str(a)}" for n, a in zip(split.leaf_names, split.leaf_avals)]
+        # a weak type (a Python scalar) is a different cache key, so it must show
+        parts = [f"{n}: {_aval_str(a)}{' (weak)' if a[2] else ''}"
+                 for n, a in zip(split.leaf_names, split.leaf_avals)]
         parts += [f"{n}={k[2]!r}" for n, k in zip(split.static_names, split.static_key)]
         return "(" + ", ".join(parts) + ")"
 
@@ -237,6 +259,7 @@ class JitFunction:
 
     def clear_cache(self) -> None:
         self._cache.entries.clear()
+        self._cache.fast.clear()
 
     def profile(self) -> str:
         """Where the time went, per cache entry (see `minijit.profile`)."""
@@ -341,6 +364,21 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
 
 
 # --------------------------------------------------------------------------- helpers
+
+_config_values = config._values  # read directly on the hot path
+
+
+def _fast_key(args) -> tuple | None:
+    """(shape, dtype) of each argument if all are C-contiguous arrays of rank >= 1, else None.
+
+    Those calls need no argument conversion at all, so the fast path can skip it."""
+    key = []
+    for a in args:
+        if (type(a) is not np.ndarray and type(a) is not Array) or not a.shape or not (
+                a.flags.c_contiguous):
+            return None
+        key.append((a.shape, a.dtype))
+    return tuple(key)
 
 
 def _as_arrays(tree):

@@ -31,12 +31,21 @@ class NumbaExecutable:
         self.in_avals = [v.aval for v in closed.jaxpr.invars]
         self.out_avals = closed.jaxpr.out_avals
         self._scalar_out = [not a.shape for a in self.out_avals]
+        self._any_scalar_out = any(self._scalar_out)
 
     def __call__(self, *args):
         args = [_boundary(x, a) for x, a in zip(args, self.in_avals)]
         outs = self.entry(*self.consts, *args)
         return [np.asarray(o, dtype=a.dtype) if s else o
                 for o, a, s in zip(outs, self.out_avals, self._scalar_out)]
+
+    def fast_call(self, args):
+        """Called with C-contiguous arrays of exactly the compiled types: no conversion."""
+        outs = self.entry(*self.consts, *args)
+        if self._any_scalar_out:
+            return [np.asarray(o, dtype=a.dtype) if s else o
+                    for o, a, s in zip(outs, self.out_avals, self._scalar_out)]
+        return outs
 
     def as_text(self) -> str:
         return self.source.text

@@ -79,29 +79,17 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         else:
             env[id(v)] = outer  # read through broadcast_in_dim's index arithmetic
 
-    def atom(a):
-        return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
-
     for k, d in enumerate(shape):
         out.line(f"for {idx[k]} in range({d}):")
         out.indent += 1
     for v, outer in full_inputs:
         env[id(v)] = name(v)
         out.line(f"{name(v)} = {outer}[{index}]")
-    for eqn in members:
-        v = eqn.outvars[0]
-        if eqn.primitive is P.broadcast_in_dim_p:
-            src = eqn.invars[0]
-            if src.aval.shape == ():
-                expr = atom(src)
-            else:
-                dims = eqn.params["broadcast_dimensions"]
-                sub = [("0" if src.aval.shape[k] == 1 else idx[d]) for k, d in enumerate(dims)]
-                expr = f"{atom(src)}[{', '.join(sub)}]"
-        else:
-            expr = scalar_expr(eqn, [atom(a) for a in eqn.invars])
-        out.line(f"{name(v)} = {expr}")
-        env[id(v)] = name(v)
+    emit_elements(out, members, env, idx, name)
+
+    def atom(a):
+        return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+
     if reduction:
         for stmt in _combine(last.primitive, acc, atom(last.invars[0]),
                              last.outvars[0].aval.dtype):
@@ -110,3 +98,39 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
             out.line(f"{outer}[{index}] = {atom(v)}" if shape else f"{outer}[()] = {atom(v)}")
     out.indent -= len(shape)
+
+
+def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name) -> None:
+    """Per-element statements for elementwise equations (and nested elementwise kernels).
+
+    `env` maps a variable to its per-element scalar expression, or, for an operand that
+    `broadcast_in_dim` reads, to the array it indexes with the loop indices `idx`.
+    """
+
+    def atom(a):
+        return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+
+    for eqn in eqns:
+        if eqn.primitive.name == "fused":  # an elementwise kernel inside a loop body
+            kernel = eqn.params["jaxpr"]
+            for v, a in zip(kernel.invars, eqn.invars):
+                env[id(v)] = atom(a)
+            emit_elements(out, kernel.eqns, env, idx, name)
+            for v, k in zip(eqn.outvars, kernel.outvars):
+                env[id(v)] = atom(k)
+            continue
+        v = eqn.outvars[0]
+        if eqn.primitive is P.broadcast_in_dim_p:
+            src = eqn.invars[0]
+            if src.aval.shape == ():
+                expr = atom(src)
+            else:
+                dims = eqn.params["broadcast_dimensions"]
+                offset = len(idx) - len(v.aval.shape)  # loops may be wider than this value
+                sub = [("0" if src.aval.shape[k] == 1 else idx[offset + d])
+                       for k, d in enumerate(dims)]
+                expr = f"{atom(src)}[{', '.join(sub)}]"
+        else:
+            expr = scalar_expr(eqn, [atom(a) for a in eqn.invars])
+        out.line(f"{name(v)} = {expr}")
+        env[id(v)] = name(v)
