@@ -12,8 +12,30 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from minijit import primitives as P
 from minijit.interpret import eval_jaxpr
-from minijit.ir import ClosedJaxpr
+from minijit.ir import ClosedJaxpr, Jaxpr, Var, subjaxprs
+
+# Primitives whose result may be a view of their operand (NumPy reshapes and slices do not
+# copy, and generated code does the same).
+_VIEWS = {P.reshape_p, P.squeeze_p, P.transpose_p, P.slice_p, P.rev_p}
+
+
+def outputs_that_may_alias(jaxpr: Jaxpr) -> list[bool]:
+    """Which outputs may share memory with an argument or a constant.
+
+    A jitted function's results are new arrays, as in JAX: `jit(lambda x: x)(a)` must not
+    change when `a` is later modified. Executables copy exactly these outputs."""
+    aliased = {id(v) for v in (*jaxpr.constvars, *jaxpr.invars)}
+    for eqn in jaxpr.eqns:
+        reads_alias = any(isinstance(a, Var) and id(a) in aliased for a in eqn.invars)
+        if reads_alias and (eqn.primitive in _VIEWS or subjaxprs(eqn)):
+            aliased.update(id(v) for v in eqn.outvars)
+    return [isinstance(a, Var) and id(a) in aliased for a in jaxpr.outvars]
+
+
+def copy_aliased(outs, flags) -> list:
+    return [np.array(o) if f else o for o, f in zip(outs, flags)]
 
 
 class InterpreterExecutable:
@@ -21,13 +43,15 @@ class InterpreterExecutable:
 
     def __init__(self, closed: ClosedJaxpr):
         self.closed = closed
+        self.aliased = outputs_that_may_alias(closed.jaxpr)
 
     def __call__(self, *args) -> Sequence[np.ndarray]:
-        return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+        outs = eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+        return copy_aliased(outs, self.aliased)
 
     def fast_call(self, args) -> Sequence[np.ndarray]:
         """Called with C-contiguous arrays of exactly the compiled types."""
-        return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
+        return self(*args)
 
     def as_text(self) -> str:
         return str(self.closed)
@@ -36,7 +60,8 @@ class InterpreterExecutable:
 class InterpreterBackend:
     name = "interpreter"
 
-    def compile(self, closed: ClosedJaxpr, fun_name: str = "f") -> InterpreterExecutable:
+    def compile(self, closed: ClosedJaxpr, fun_name: str = "f",
+                donated: tuple = ()) -> InterpreterExecutable:
         return InterpreterExecutable(closed)
 
 
@@ -46,10 +71,10 @@ class NumbaBackend:
 
     name = "numba"
 
-    def compile(self, closed: ClosedJaxpr, fun_name: str = "f"):
+    def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = ()):
         from minijit.codegen import NumbaExecutable
 
-        return NumbaExecutable(closed, fun_name)
+        return NumbaExecutable(closed, fun_name, donated)
 
 
 BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend()}

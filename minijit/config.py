@@ -16,6 +16,7 @@ _DEFAULTS: dict[str, Any] = {
     "check_tracer_leaks": False,  # report tracers that escape a trace when it ends
     "default_backend": "interpreter",  # what jit(f) uses without backend=...
     "disk_cache": True,  # keep compiled Numba code across processes (chapter 08)
+    "traceback_filtering": True,  # hide minijit's own frames in tracebacks
 }
 
 

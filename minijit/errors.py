@@ -89,3 +89,54 @@ def _short_filename(filename: str) -> str:
     except ValueError:
         return filename
     return rel if not rel.startswith("..") else filename
+
+
+# --------------------------------------------------------------------------- traceback filtering
+
+_api_depth = 0
+
+
+def filtered_traceback(tb):
+    """The traceback without minijit's own frames: the learner sees their code only."""
+    import types
+
+    kept = []
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+            kept.append(tb)
+        tb = tb.tb_next
+    new = None
+    for t in reversed(kept):
+        new = types.TracebackType(new, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return new
+
+
+def api_boundary(fn):
+    """Wrap a public entry point (a jitted call, make_jaxpr) so that errors raised inside
+    show the learner's frames only, as JAX does. `config.update("traceback_filtering",
+    False)` shows everything (for debugging minijit itself)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        global _api_depth
+        _api_depth += 1
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            from minijit.config import config
+
+            if _api_depth > 1 or not config.traceback_filtering:
+                raise
+            tb = filtered_traceback(e.__traceback__)
+            if tb is None or tb is e.__traceback__:
+                raise
+            if hasattr(e, "add_note") and not getattr(e, "_minijit_noted", False):
+                e.add_note("(minijit's internal frames are hidden; "
+                           "config.update('traceback_filtering', False) shows them)")
+                e._minijit_noted = True
+            raise e.with_traceback(tb) from e.__cause__
+        finally:
+            _api_depth -= 1
+
+    return wrapped

@@ -135,6 +135,31 @@ def getitem(x, index):
     return x
 
 
+_COMBINE = {"add": "add", "multiply": "multiply", "min": "minimum", "max": "maximum"}
+
+
+def _strided_update(x, axes: list[_Axis], values, how: str):
+    """`x.at[::2, 1:].set(v)` for static indices with steps: spread the update with
+    `pad`'s interior padding onto x's shape, and select it where a padded mask is True."""
+    from minijit import numpy as mnp
+
+    shape = tuple(x.shape)
+    window = [a.size for a in axes]
+    kept = tuple(a.size for a in axes if not a.drop)
+    update = mnp.reshape(mnp.astype(mnp.broadcast_to(mnp.asarray(values), kept), x.dtype),
+                         window)
+    if how != "set":
+        current = lax.slice(x, [a.start for a in axes],
+                            [a.start + (a.size - 1) * a.step + 1 for a in axes],
+                            [a.step for a in axes])
+        update = mnp.astype(getattr(mnp, _COMBINE[how])(current, update), x.dtype)
+    config = [(a.start, d - (a.start + (a.size - 1) * a.step + 1), a.step - 1)
+              for a, d in zip(axes, shape)]
+    spread = lax.pad(update, mnp.asarray(x.dtype.type(0)), config)
+    mask = lax.pad(mnp.ones(window, bool), mnp.asarray(False), config)
+    return lax.select(mask, spread, x)
+
+
 def index_update(x, index, values, how: str):
     """The array `x` with `x[index]` combined with `values` (`how`: set, add, ...)."""
     from minijit import numpy as mnp
@@ -142,13 +167,15 @@ def index_update(x, index, values, how: str):
     x = mnp.asarray(x)
     shape = tuple(x.shape)
     axes, new_axes = _parse(shape, index)
-    if new_axes or any(a.step != 1 for a in axes):
+    if new_axes or any(a.step < 0 for a in axes):
         raise IndexError(
-            "x.at[...] updates support ints, traced ints, unit-step slices and ...; "
-            f"got {index!r}"
+            "x.at[...] updates support ints, traced ints, slices with positive steps and "
+            f"...; got {index!r}"
         )
     if any(not a.dynamic and a.size == 0 for a in axes):
         return x  # an empty slice updates nothing
+    if any(a.step > 1 for a in axes):
+        return _strided_update(x, axes, values, how)
     window = [a.size for a in axes]
     kept = tuple(a.size for a in axes if not a.drop)
     values = mnp.astype(mnp.broadcast_to(mnp.asarray(values), kept), x.dtype)

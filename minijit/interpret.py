@@ -36,8 +36,12 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
 
     for v, x in zip((*jaxpr.constvars, *jaxpr.invars), (*consts, *args)):
         env[id(v)] = np.asarray(x, dtype=v.aval.dtype)
+    # Free each value after its last use, so big programs need no more memory than NumPy.
+    last_use = {id(a): i for i, e in enumerate(jaxpr.eqns) for a in e.invars}
+    for a in jaxpr.outvars:
+        last_use[id(a)] = len(jaxpr.eqns)
     with np.errstate(all="ignore"):  # like JAX: 1/0 is inf without a warning
-        for eqn in jaxpr.eqns:
+        for i, eqn in enumerate(jaxpr.eqns):
             try:
                 outs = impl_rules[eqn.primitive](*map(read, eqn.invars), **eqn.params)
             except Exception as e:
@@ -53,6 +57,9 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
                         f"expected {v.aval} in `{pp_eqn_alone(eqn)}`"
                     )
                 env[id(v)] = out
+            for a in eqn.invars:
+                if last_use.get(id(a)) == i:
+                    env.pop(id(a), None)
     return [read(a) for a in jaxpr.outvars]
 
 

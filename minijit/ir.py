@@ -123,10 +123,12 @@ class _Names:
     def __init__(self):
         self.names: dict[int, str] = {}
         self.counter = itertools.count()
+        self.named: list[Var] = []  # keeps named vars alive, so their ids are not reused
 
     def __call__(self, v: Var) -> str:
         if id(v) not in self.names:
             self.names[id(v)] = _name_for(next(self.counter))
+            self.named.append(v)
         return self.names[id(v)]
 
 

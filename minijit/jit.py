@@ -58,6 +58,7 @@ def make_jaxpr(fun: Callable, static_argnums=None, static_argnames=None) -> Call
     spec = ArgSpec.make(fun, static_argnums, static_argnames)
 
     @functools.wraps(fun)
+    @errors.api_boundary
     def make(*args, **kwargs) -> ClosedJaxpr:
         closed, _ = _trace(fun, spec, split_args(spec, args, kwargs))
         return closed
@@ -158,6 +159,7 @@ class JitFunction:
                              or self.spec.donate_argnums)
 
     # -- calling
+    @errors.api_boundary
     def __call__(self, *args, **kwargs):
         if _config_values["disable_jit"]:
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
@@ -202,7 +204,7 @@ class JitFunction:
         optimized = optimize(traced)
         typecheck_jaxpr(optimized.jaxpr)
         t2 = time.perf_counter()
-        executable = self.backend.compile(optimized, self.spec.fun_name)
+        executable = self.backend.compile(optimized, self.spec.fun_name, tuple(split.donated))
         t3 = time.perf_counter()
         timings = {"trace": t1 - t0, "optimize": t2 - t1, "compile": t3 - t2}
         timings.update(getattr(executable, "timings", {}))  # codegen / compile, if split
@@ -318,7 +320,8 @@ class Lowered:
 
     def compile(self) -> Compiled:
         backend = self.traced.jitted.backend
-        return Compiled(self, backend.compile(self.jaxpr, self.traced.jitted.spec.fun_name))
+        return Compiled(self, backend.compile(self.jaxpr, self.traced.jitted.spec.fun_name,
+                                              tuple(self.traced.split.donated)))
 
 
 @dataclass

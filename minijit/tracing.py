@@ -168,7 +168,10 @@ class Tracer:
         )
 
     def raise_leaked(self):
-        raise errors.UnexpectedTracerError(
+        raise self.leaked_error()
+
+    def leaked_error(self) -> errors.UnexpectedTracerError:
+        return errors.UnexpectedTracerError(
             f"Encountered an unexpected tracer {self.aval.str_short()}: it was created while "
             f"tracing `{self._trace.fun_name}`"
             + (f" at {self.source}" if self.source else "")
@@ -290,6 +293,8 @@ class JaxprTrace:
 def _concretization_error(tracer: Tracer, cls, what: str, fixes: list[str],
                           static_fix: bool = True) -> Exception:
     trace = tracer._trace
+    if not trace.alive:  # the real problem is the leak, not the conversion
+        return tracer.leaked_error()
     deps = trace.argument_names(tracer.atom)
     names = [n for n, _ in deps]
     lines = [f"{what}. The traced array has type {tracer.aval.str_short()}."]
@@ -307,9 +312,11 @@ def _concretization_error(tracer: Tracer, cls, what: str, fixes: list[str],
     where = errors.user_line()
     if where:
         lines.append(f"At {where}")
-    # Only scalars can be static (arrays are not hashable), so only those get that advice.
-    roots = sorted({_root_name(n) for n, aval in deps
-                    if aval.shape == () and not n.startswith("args")})
+    # A leaf inside a pytree (`params['n']`) is not advised either: static would hash the
+    # whole container, and dicts and lists are not hashable.
+    # Python scalars are what static arguments usually are (a 0-d array is not hashable).
+    roots = sorted({n for n, aval in deps
+                    if aval.weak_type and not n.startswith("args") and _root_name(n) == n})
     if static_fix and roots:
         spelled = ", ".join(repr(r) for r in roots)
         trailing = "," if len(roots) == 1 else ""  # ('n',) but ('a', 'b')

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from minijit.backends import copy_aliased, outputs_that_may_alias
 from minijit.codegen.compile import compile_source
 from minijit.codegen.lower import CodegenError, lower_jaxpr
 from minijit.ir import ClosedJaxpr
@@ -19,11 +20,12 @@ from minijit.ir import ClosedJaxpr
 class NumbaExecutable:
     """Calls the compiled entry point; `as_text()` is the generated source."""
 
-    def __init__(self, closed: ClosedJaxpr, fun_name: str = "f"):
+    def __init__(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = ()):
         t0 = time.perf_counter()
-        self.source = lower_jaxpr(closed, fun_name)
+        self.source = lower_jaxpr(closed, fun_name, donated)
         t1 = time.perf_counter()
         avals = [v.aval for v in (*closed.jaxpr.constvars, *closed.jaxpr.invars)]
+        avals += self.source.out_avals
         self.entry = compile_source(self.source, avals, fun_name)
         self.timings = {"codegen": t1 - t0, "compile": time.perf_counter() - t1}
         self.consts = tuple(_boundary(c, v.aval) for c, v in
@@ -32,20 +34,24 @@ class NumbaExecutable:
         self.out_avals = closed.jaxpr.out_avals
         self._scalar_out = [not a.shape for a in self.out_avals]
         self._any_scalar_out = any(self._scalar_out)
+        self.aliased = outputs_that_may_alias(closed.jaxpr)
+        self._any_aliased = any(self.aliased)
+
+    def _buffers(self) -> list[np.ndarray]:
+        return [np.empty(a.shape, a.dtype) for a in self.source.out_avals]
 
     def __call__(self, *args):
         args = [_boundary(x, a) for x, a in zip(args, self.in_avals)]
-        outs = self.entry(*self.consts, *args)
-        return [np.asarray(o, dtype=a.dtype) if s else o
+        outs = self.entry(*self.consts, *args, *self._buffers())
+        outs = [np.asarray(o, dtype=a.dtype) if s else o
                 for o, a, s in zip(outs, self.out_avals, self._scalar_out)]
+        return copy_aliased(outs, self.aliased) if self._any_aliased else outs
 
     def fast_call(self, args):
         """Called with C-contiguous arrays of exactly the compiled types: no conversion."""
-        outs = self.entry(*self.consts, *args)
-        if self._any_scalar_out:
-            return [np.asarray(o, dtype=a.dtype) if s else o
-                    for o, a, s in zip(outs, self.out_avals, self._scalar_out)]
-        return outs
+        if self._any_scalar_out or self._any_aliased:
+            return self(*args)
+        return self.entry(*self.consts, *args, *self._buffers())
 
     def as_text(self) -> str:
         return self.source.text
@@ -58,11 +64,4 @@ def _boundary(x, aval):
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
-class NumbaBackend:
-    name = "numba"
-
-    def compile(self, closed: ClosedJaxpr, fun_name: str = "f") -> NumbaExecutable:
-        return NumbaExecutable(closed, fun_name)
-
-
-__all__ = ["CodegenError", "NumbaBackend", "NumbaExecutable", "lower_jaxpr"]
+__all__ = ["CodegenError", "NumbaExecutable", "lower_jaxpr"]

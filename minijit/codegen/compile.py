@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -63,7 +64,10 @@ def numba_type(aval):
 def compile_source(source: Source, arg_avals, fun_name: str):
     """The compiled `entry` function of `source` for arguments of these avals."""
     sig = tuple(numba_type(a) for a in arg_avals)
-    key = source_hash(source, repr(sig))
+    # Callbacks are Python objects of this process: the same text with other callbacks is
+    # another program.
+    key = source_hash(source, repr(sig) + repr(sorted(
+        (n, id(f)) for n, f in source.callbacks.items())))
     if key in _memory:
         stats["memory_hits"] += 1
         return _memory[key]
@@ -74,10 +78,8 @@ def compile_source(source: Source, arg_avals, fun_name: str):
         if use_disk:
             path = _write_once(cache_dir() / f"m_{key}.py", text)
             module = _import_file(path, f"minijit_generated_{key}")
-        else:
-            module = _exec_module(text, f"minijit_generated_{key}")
-        for name, fn in source.callbacks.items():
-            setattr(module, name, fn)
+        else:  # callbacks are globals of the module, in place before its code runs
+            module = _exec_module(text, f"minijit_generated_{key}", source.callbacks)
         entry = module.entry
         entry.compile(sig)
     except Exception as e:
@@ -109,10 +111,12 @@ def _import_file(path: Path, name: str):
     return module
 
 
-def _exec_module(text: str, name: str):
+def _exec_module(text: str, name: str, namespace: dict):
     import types
 
     module = types.ModuleType(name)
+    module.__dict__.update(namespace)
+    sys.modules[name] = module  # objmode blocks look their globals up through sys.modules
     exec(compile(text, f"<minijit generated {name}>", "exec"), module.__dict__)
     return module
 
@@ -125,18 +129,31 @@ def _discard(path: Path) -> None:
 
 
 def _explain(error: Exception, source: Source, fun_name: str) -> CodegenError:
-    """A minijit error naming the equation whose generated line Numba rejected."""
+    """A minijit error naming the equation whose generated code Numba rejected."""
     message = str(error)
-    eqn = None
-    for line_no in sorted(source.line_eqns, reverse=True):
-        if f"line {line_no})" in message or f"line {line_no}\n" in message or (
-                f":{line_no}" in message):
-            eqn = source.line_eqns[line_no]
-            break
-    first = message.strip().splitlines()[0] if message.strip() else type(error).__name__
-    where = f" while compiling `{eqn}`" if eqn else ""
+    eqn = _failing_equation(message, source)
+    detail = [ln.strip() for ln in message.splitlines()
+              if ln.strip() and not ln.startswith(("Failed in", "During:", "File ", "<"))]
+    where = f" in the code for `{eqn}`" if eqn else ""
     return CodegenError(
-        f"Numba could not compile the code generated for `{fun_name}`{where}: {first}\n"
+        f"Numba could not compile the code generated for `{fun_name}`{where}: "
+        f"{' '.join(detail[:2]) or type(error).__name__}\n"
         f"Run it with the interpreter backend instead: jit({fun_name}, backend='interpreter'),"
         " and see the generated source with f.lower(*args).as_text()."
     )
+
+
+def _failing_equation(message: str, source: Source) -> str | None:
+    """The IR equation of the generated line Numba complained about, if we can tell."""
+    lines = [int(n) for n in re.findall(r"line (\d+)", message)]
+    for n in reversed(lines):
+        if n in source.line_eqns:
+            return source.line_eqns[n]
+    # No line number: look for the names Numba quotes ('undefined_name') in the source.
+    text = source.text.splitlines()
+    for name in re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", message):
+        hits = [k + 1 for k, line in enumerate(text)
+                if re.search(rf"\b{re.escape(name)}\b", line) and not line.strip().startswith("#")]
+        if len(hits) == 1 and hits[0] in source.line_eqns:
+            return source.line_eqns[hits[0]]
+    return None

@@ -52,7 +52,10 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     # Allocate what the loop writes.
     for v, outer in zip(kernel.outvars, out_names):
         if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
-            out.line(f"{outer} = np.empty({tuple(v.aval.shape)}, np.{dtype_name(v.aval.dtype)})")
+            given = out.prealloc.get(outer) or out.reuse.get(outer)
+            out.line(f"{outer} = {given}  # reused, see plan_buffers" if outer in out.reuse
+                     else f"{outer} = {given}" if given else
+                     f"{outer} = np.empty({tuple(v.aval.shape)}, np.{dtype_name(v.aval.dtype)})")
     acc = None
     if reduction:
         axes = set(last.params["axes"])
@@ -62,7 +65,12 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         init = _REDUCE_INIT[last.primitive](dt)
         if kept:
             kept_shape = tuple(d for k, d in enumerate(shape) if k not in axes)
-            out.line(f"{acc_name} = np.full({kept_shape}, {init}, np.{dtype_name(dt)})")
+            given = out.prealloc.get(acc_name)
+            if given:
+                out.line(f"{acc_name} = {given}")
+                out.line(f"{acc_name}[...] = {init}")
+            else:
+                out.line(f"{acc_name} = np.full({kept_shape}, {init}, np.{dtype_name(dt)})")
             acc = f"{acc_name}[{', '.join(kept)}]"
         else:
             out.line(f"{acc_name} = {init}")

@@ -26,6 +26,7 @@ from minijit.core import ELEMENTWISE
 from minijit.debug import debug_callback_p
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, _Names, pp_eqn
 from minijit.passes.fuse_elementwise import fused_p
+from minijit.passes.plan_buffers import plan_buffers
 
 _RESERVED = {"np", "nb", "numba", "math", "entry", "range", "abs", "min", "max", "len"}
 
@@ -41,6 +42,7 @@ class Source:
     text: str
     callbacks: dict[str, object] = field(default_factory=dict)  # global name -> callable
     line_eqns: dict[int, str] = field(default_factory=dict)  # source line -> IR equation
+    out_avals: list = field(default_factory=list)  # outputs the caller allocates and passes
 
 
 def _describe(eqn: Eqn, names) -> str:
@@ -61,6 +63,10 @@ class Lowering:
         self.names = _Names()
         self.safe: dict[int, str] = {}
         self.callbacks: dict[str, object] = {}
+        # outer name of an output -> the entry parameter holding its preallocated buffer
+        self.prealloc: dict[str, str] = {}
+        # outer name of a kernel output -> the dead array it writes into (plan_buffers)
+        self.reuse: dict[str, str] = {}
         self.line_eqns: dict[int, str] = {}
         self.current_eqn = ""
 
@@ -79,9 +85,15 @@ class Lowering:
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else self.name(a)
 
     # -- programs
-    def lower(self, closed: ClosedJaxpr, fun_name: str) -> Source:
+    def lower(self, closed: ClosedJaxpr, fun_name: str, donated: tuple = ()) -> Source:
         jaxpr = closed.jaxpr
         params = [self.name(v) for v in (*jaxpr.constvars, *jaxpr.invars)]
+        out_params = []
+        for k, v in enumerate(_preallocatable_outputs(jaxpr)):
+            self.prealloc[self.name(v)] = f"out{k}"
+            out_params.append(f"out{k}")
+        params += out_params
+        self._plan_reuse(jaxpr, donated)
         self.jaxpr_body(jaxpr)
         outs = [self.atom(a) for a in jaxpr.outvars]
         self.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
@@ -91,7 +103,38 @@ class Lowering:
                 f"def entry({', '.join(params)}):"]
         shift = len(head) - 1
         line_eqns = {k + shift: e for k, e in self.line_eqns.items()}
-        return Source("\n".join(head + self.lines) + "\n", self.callbacks, line_eqns)
+        return Source("\n".join(head + self.lines) + "\n", self.callbacks, line_eqns,
+                      [v.aval for v in _preallocatable_outputs(jaxpr)])
+
+    def _plan_reuse(self, jaxpr: Jaxpr, donated: tuple) -> None:
+        """Follow `plan_buffers`: a kernel's output may take over the array of a value that
+        died (or of a donated argument), instead of allocating.
+
+        Only arrays that no view can still reach are handed over: every reader of the
+        dead value must be a loop kernel (a reshape would share its memory), it must not be
+        a program output, and the shapes and dtypes must match (the plan matches bytes)."""
+        plan = plan_buffers(jaxpr, tuple(donated) + (False,) * (len(jaxpr.invars) - len(donated)))
+        kernel_prims = {fused_p, P.broadcast_in_dim_p, *ELEMENTWISE, *_REDUCE_INIT}
+        readers: dict[int, set] = {}
+        for e in jaxpr.eqns:
+            for a in e.invars:
+                if isinstance(a, Var):
+                    readers.setdefault(id(a), set()).add(e.primitive)
+        outputs = {id(a) for a in jaxpr.outvars}
+        owner: dict[int, Var] = {}  # buffer -> the last value that held it
+        for b, k in plan.reused_from_input.items():  # donated arguments' arrays
+            owner[b] = jaxpr.invars[k]
+        for v in (o for e in jaxpr.eqns for o in e.outvars):
+            b = plan.buffer_of.get(id(v))
+            if b is None:
+                continue
+            prev = owner.get(b)
+            if (prev is not None and prev.aval.shape == v.aval.shape
+                    and prev.aval.dtype == v.aval.dtype and id(prev) not in outputs
+                    and readers.get(id(prev), set()) <= kernel_prims
+                    and self.name(v) not in self.prealloc):
+                self.reuse[self.name(v)] = self.name(prev)
+            owner[b] = v
 
     def jaxpr_body(self, jaxpr: Jaxpr) -> None:
         for eqn in jaxpr.eqns:
@@ -131,6 +174,24 @@ class Lowering:
                 f"(in `{self.current_eqn}`); run this function with "
                 "jit(f, backend='interpreter') instead"
             )
+
+
+def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
+    """Outputs that a loop kernel writes and that the caller should allocate with NumPy.
+
+    NumPy's allocator asks the kernel for huge pages on large arrays; memory Numba allocates
+    inside the compiled function faults in 4 KiB at a time (about 30 ms per 80 MB)."""
+    producers = {id(v): e for e in jaxpr.eqns for v in e.outvars}
+    seen, out = set(), []
+    for a in jaxpr.outvars:
+        e = producers.get(id(a)) if isinstance(a, Var) else None
+        if e is None or id(a) in seen or not a.aval.shape or not a.aval.size:
+            continue
+        seen.add(id(a))
+        if e.primitive in ELEMENTWISE or e.primitive is P.broadcast_in_dim_p or (
+                e.primitive is fused_p) or e.primitive in _REDUCE_INIT:
+            out.append(a)
+    return out
 
 
 def _one_equation_kernel(eqn: Eqn) -> tuple[Jaxpr, list[Var]]:
@@ -505,6 +566,6 @@ ARRAY_RULES = {
 }
 
 
-def lower_jaxpr(closed: ClosedJaxpr, fun_name: str = "f") -> Source:
+def lower_jaxpr(closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = ()) -> Source:
     """The Numba source for `closed` (see the module docstring)."""
-    return Lowering().lower(closed, fun_name)
+    return Lowering().lower(closed, fun_name, donated)

@@ -71,11 +71,20 @@ for _p, _op in {P.add_p: "+", P.sub_p: "-", P.mul_p: "*", P.div_p: "/",
 for _p, _fn in {P.exp_p: "np.exp", P.log_p: "np.log", P.log1p_p: "np.log1p",
                 P.expm1_p: "np.expm1", P.sin_p: "np.sin", P.cos_p: "np.cos", P.tan_p: "np.tan",
                 P.tanh_p: "np.tanh", P.sqrt_p: "np.sqrt", P.floor_p: "np.floor",
-                P.ceil_p: "np.ceil", P.sign_p: "np.sign", P.abs_p: "abs",
+                P.ceil_p: "np.ceil", P.abs_p: "abs",
                 P.max_p: "np.maximum", P.min_p: "np.minimum"}.items():
     SCALAR_RULES[_p] = _call(_fn)
 
 SCALAR_RULES[P.neg_p] = lambda a, eqn: f"(-{a[0]})"
+
+
+def _sign(a, eqn):
+    # Numba's np.sign(-0.0) is -0.0, NumPy's is 0.0; adding 0.0 turns only -0.0 into 0.0.
+    dtype = eqn.invars[0].aval.dtype
+    return f"(np.sign({a[0]}) + {literal(0, dtype)})" if dtype.kind == "f" else f"np.sign({a[0]})"
+
+
+SCALAR_RULES[P.sign_p] = _sign
 
 
 def _not(a, eqn):

@@ -11,13 +11,17 @@ nothing is shared across a branch or loop body boundary.
 
 from __future__ import annotations
 
+import numpy as np
+
 from minijit.core import COMMUTATIVE
 from minijit.ir import Atom, Eqn, Jaxpr, Lit
 from minijit.passes.rewrite import Substitution, has_effects, jaxpr_pass, map_subjaxprs
 
 
 def _atom_key(a: Atom):
-    return ("lit", a.val, a.aval.dtype) if isinstance(a, Lit) else ("var", id(a))
+    if isinstance(a, Lit):  # by bits: 0.0 == -0.0 in Python, but `x * -0.0` is not `x * 0.0`
+        return ("lit", np.asarray(a.val, a.aval.dtype).tobytes(), a.aval.dtype)
+    return ("var", id(a))
 
 
 def _param_key(value):

@@ -71,3 +71,4 @@ def _dce(jaxpr: Jaxpr, const_values: dict) -> Jaxpr:
 
 dce = jaxpr_pass(_dce)
 dce.__name__ = "dce"
+dce.__doc__ = __doc__

@@ -6,7 +6,7 @@ folded equations) and whose output is small is replaced by its value: a scalar b
 literal, an array a new constvar. Effectful equations, control flow, and large results
 (more than `MAX_FOLDED_ELEMENTS`, so `mnp.zeros((10**8,))` is not materialised) are left
 alone.
-Sub-Jaxprs are folded too (their consts are only literals).
+Sub-Jaxprs are folded too, but only into literals: they have no constvars to hold an array.
 
     before: { lambda ; a:f64[3]. let b:f64[] = mul 2.0:f64[] 3.0:f64[]; c:f64[3] = add a b in (c,) }
     after:  { lambda ; a:f64[3]. let c:f64[3] = add a 6.0:f64[] in (c,) }
@@ -23,7 +23,10 @@ from minijit.passes.rewrite import Substitution, has_effects, jaxpr_pass, map_su
 MAX_FOLDED_ELEMENTS = 1 << 16
 
 
-def _fold(jaxpr: Jaxpr, const_values: dict) -> Jaxpr:
+def _fold(jaxpr: Jaxpr, const_values: dict | None) -> Jaxpr:
+    """`const_values` is None inside a sub-Jaxpr: there, only scalar results fold."""
+    top_level = const_values is not None
+    const_values = const_values if top_level else {}
     known: dict[int, np.ndarray] = {id(v): const_values[id(v)] for v in jaxpr.constvars
                                     if id(v) in const_values}
     subst = Substitution()
@@ -36,13 +39,14 @@ def _fold(jaxpr: Jaxpr, const_values: dict) -> Jaxpr:
         return known.get(id(a))
 
     for eqn in jaxpr.eqns:
-        eqn = map_subjaxprs(subst.eqn(eqn), lambda j: _fold(j, {}))
+        eqn = map_subjaxprs(subst.eqn(eqn), lambda j: _fold(j, None))
         vals = [value(a) for a in eqn.invars]
         foldable = (
             all(v is not None for v in vals)
             and not has_effects(eqn)
             and not subjaxprs(eqn)  # a loop with known inputs could still run for ever
             and all(v.aval.size <= MAX_FOLDED_ELEMENTS for v in eqn.outvars)
+            and (top_level or all(v.aval.shape == () for v in eqn.outvars))
         )
         if not foldable:
             eqns.append(eqn)
@@ -67,3 +71,4 @@ def _fold(jaxpr: Jaxpr, const_values: dict) -> Jaxpr:
 
 fold_constants = jaxpr_pass(_fold)
 fold_constants.__name__ = "fold_constants"
+fold_constants.__doc__ = __doc__

@@ -11,6 +11,9 @@ The rule for what may fuse (tested in tests/test_passes.py):
 4. A group closes as soon as an equation outside it uses one of its values; closed groups take
    no new members (this keeps the program acyclic).
 5. Groups of one equation are left unfused.
+6. The sweep repeats until nothing changes: emitting a group where its last member was can
+   bring together equations that rule 4 kept apart, and running the pass again must find
+   nothing left to fuse.
 
 Assumes: a typechecked Jaxpr. Guarantees: same values; each group becomes
 `outs = fused[jaxpr={...} kind=elementwise|reduction] ins`, whose sub-Jaxpr holds the group's
@@ -62,6 +65,15 @@ class _Group:
 
 
 def fuse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    """Fuse sweep after sweep until a sweep changes nothing (rule 6)."""
+    while True:
+        fused = _fuse_once(jaxpr)
+        if fused is jaxpr:
+            return fused
+        jaxpr = fused
+
+
+def _fuse_once(jaxpr: Jaxpr) -> Jaxpr:
     groups: list[_Group] = []
     owner: dict[int, _Group] = {}  # id(var) -> the group that produces it
     program: list[Eqn] = []  # every equation, sub-Jaxprs already fused

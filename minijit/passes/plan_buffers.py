@@ -4,7 +4,8 @@ Liveness: a value is live from the equation that defines it to its last use. Whe
 dies its buffer goes back to a pool, and a later equation's output of the same byte size may
 take it instead of allocating. A donated input (`donate_argnums`) joins the pool after its
 last use. An elementwise equation (or elementwise fused kernel) may write its output into an
-input that dies at that very equation, since each element is read before it is written.
+input of the same shape that dies at that very equation, since each element is read before it
+is written (not into a broadcast input, which is read again after being overwritten).
 
 Assumes: a typechecked Jaxpr. Guarantees: the plan never gives two simultaneously live values
 the same buffer, and never hands out a non-donated input's buffer. Codegen uses the plan;
@@ -77,9 +78,10 @@ def plan_buffers(program: ClosedJaxpr | Jaxpr, donated: tuple[bool, ...] = ()) -
     for i, eqn in enumerate(jaxpr.eqns):
         dying = [a for a in dict.fromkeys(eqn.invars) if isinstance(a, Var)
                  and last_use.get(id(a)) == i]
-        if _in_place_ok(eqn):
-            for a in dying:
-                release(a)
+        in_place = [a for a in dying if _in_place_ok(eqn) and eqn.outvars
+                    and a.aval.shape == eqn.outvars[0].aval.shape]
+        for a in in_place:
+            release(a)
         for v in eqn.outvars:
             size = _nbytes(v)
             if not v.aval.shape or size == 0:
@@ -90,10 +92,14 @@ def plan_buffers(program: ClosedJaxpr | Jaxpr, donated: tuple[bool, ...] = ()) -
             else:
                 plan.buffer_of[id(v)] = len(plan.buffer_bytes)
                 plan.buffer_bytes.append(size)
-            if id(v) not in last_use:  # never used: free at once
-                pool[size].append(plan.buffer_of[id(v)])
-        if not _in_place_ok(eqn):
-            for a in dying:
+        for v in eqn.outvars:  # never used: free once every output of the equation has a buffer
+            if id(v) in plan.buffer_of and id(v) not in last_use:
+                pool[_nbytes(v)].append(plan.buffer_of[id(v)])
+        for a in dying:
+            if all(a is not b for b in in_place):
                 release(a)
     plan.bytes_after = sum(plan.buffer_bytes)
     return plan
+
+
+plan_buffers.__doc__ = __doc__

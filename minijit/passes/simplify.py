@@ -16,6 +16,7 @@ define the equation's own outvars, or None to leave the equation alone.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from minijit import dtypes
@@ -38,8 +39,9 @@ def rule_for(*prims: Primitive):
 
 
 def _is(a: Atom, value) -> bool:
-    """`a` is a literal equal to `value`."""
-    return isinstance(a, Lit) and a.val == value
+    """`a` is a literal equal to `value`, sign of zero included (`x - -0.0` is not `x`)."""
+    return (isinstance(a, Lit) and a.val == value
+            and math.copysign(1, a.val) == math.copysign(1, value))
 
 
 def _same_type(a: Atom, out: Var) -> bool:

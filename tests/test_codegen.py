@@ -1,0 +1,229 @@
+"""The Numba backend: generated source, its exactness against eval_jaxpr, its caches, errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import minijit as mj
+import minijit.numpy as mnp
+from minijit import lax
+from minijit import primitives as P
+from minijit.codegen import CodegenError, lower_jaxpr
+from minijit.codegen.lower import interchangeable
+from minijit.passes import run_passes
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIJIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def both(f, *args, **jit_kw):
+    """Run `f` through the Numba backend and through eval_jaxpr; return both results."""
+    closed = mj.make_jaxpr(f, **jit_kw)(*args)
+    want = mj.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    got = mj.jit(f, backend="numba", **jit_kw)(*args)
+    got = list(got) if isinstance(got, (tuple, list)) else [got]
+    return got, want
+
+
+def assert_same(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g = np.asarray(g)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.dtype, g.shape, w.dtype, w.shape)
+        if w.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=1e-12 if w.dtype == np.float64 else 1e-6,
+                                       equal_nan=True)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+rng = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 3, 4), (3, 1)),
+                                    ((5,), ()), ((1,), (6,))])
+def test_broadcasting_by_index_arithmetic(shapes):
+    a, b = (rng.standard_normal(s) for s in shapes)
+    assert_same(*both(lambda x, y: mnp.tanh(x * y + 1.0) - y, a, b))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 2), (1, 2)])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod", "mean"])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions_with_axes(axis, op, keepdims):
+    x = rng.standard_normal((3, 4, 5))
+    assert_same(*both(lambda x: getattr(mnp, op)(mnp.exp(x) - 1.0, axis=axis,
+                                                 keepdims=keepdims), x))
+
+
+def test_reductions_propagate_nan_and_argmax_ties():
+    x = np.array([[1.0, np.nan, 3.0], [2.0, 2.0, -1.0]])
+    assert_same(*both(lambda x: (x.max(axis=1), x.min(axis=0), mnp.argmax(x, axis=1),
+                                 mnp.argmin(x, axis=1)), x))
+
+
+@pytest.mark.parametrize("src,dst", [(np.float64, np.int32), (np.int64, np.float32),
+                                     (np.int32, np.uint8), (np.bool_, np.float64),
+                                     (np.float32, np.bool_), (np.uint16, np.int8)])
+def test_dtype_casts_wrap_and_round_like_numpy(src, dst):
+    x = (rng.standard_normal(20) * 300).astype(src)
+    assert_same(*both(lambda x: (x.astype(dst), x.astype(dst) * 3), x))
+
+
+def test_small_int_arithmetic_wraps_like_numpy():
+    x = np.array([100, 120, -128, 127], np.int8)
+    assert_same(*both(lambda x: (x * x + 7, x // 3, x % 5, -x), x))
+
+
+def test_dynamic_indexing_and_updates_clamp_and_drop():
+    x = np.arange(10.0)
+    for i in (-12, -3, 0, 4, 9, 15):
+        assert_same(*both(lambda x, i: (x[i], x.at[i].set(-1.0), x.at[i].add(5.0)), x, i))
+
+
+def test_structural_ops():
+    x = rng.standard_normal((4, 6))
+    assert_same(*both(lambda x: (x.T @ x, x[1:3, ::-2], mnp.concatenate([x, x * 2], axis=1),
+                                 mnp.pad(x, ((1, 0), (2, 1)), constant_values=7.0),
+                                 x.reshape(3, 8), mnp.stack([x, x], axis=1),
+                                 mnp.arange(6) * 2, mnp.eye(3, k=1)), x))
+
+
+def test_integer_matmul_loops_instead_of_blas():
+    a = rng.integers(-5, 5, (3, 4)).astype(np.int32)
+    b = rng.integers(-5, 5, (4,)).astype(np.int32)
+    assert_same(*both(lambda a, b: (a @ b, b @ a.T), a, b))
+
+
+def test_control_flow_becomes_native_loops_and_branches():
+    def f(x, n):
+        y = lax.fori_loop(0, n, lambda i, c: c * 0.5 + x[i % 3], 0.0)
+        z = lax.cond(y > 1.0, lambda v: v * 2.0, lambda v: v - 1.0, x)
+        w = lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (0, z))
+        return lax.scan(lambda c, v: (c + v, c * v), 0.0, w[1])
+    got, want = both(f, np.array([1.0, 2.0, 3.0]), 7)
+    assert_same([got[0], got[1]], want)
+    source = mj.jit(f, backend="numba").lower(np.ones(3), 7).as_text()
+    assert "for " in source and "while True:" in source and "if " in source
+
+
+def test_generated_source_is_readable_and_names_equations():
+    def gelu(x):
+        return 0.5 * x * (1 + mnp.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+    source = mj.jit(gelu, backend="numba").lower(np.ones(100)).as_text()
+    assert "def entry(" in source
+    assert "# b:f64[100] = fused[kind=elementwise] a" in source
+    assert "np.tanh(" in source
+    assert source.count("for i0 in range(100):") == 1  # one loop, no temporaries
+    assert source.count("np.empty(") == 0  # the output buffer comes from the caller
+
+
+def test_mandelbrot_loop_is_interchanged_and_exact():
+    def mandelbrot(cr, ci):
+        def body(i, s):
+            zr, zi, n = s
+            inside = zr * zr + zi * zi <= 4.0
+            return (mnp.where(inside, zr * zr - zi * zi + cr, zr),
+                    mnp.where(inside, 2.0 * zr * zi + ci, zi), n + inside.astype(np.int32))
+        z = mnp.zeros_like(cr)
+        return lax.fori_loop(0, 50, body, (z, z, mnp.zeros(cr.shape, np.int32)))[2]
+    ci, cr = np.mgrid[-1.5:1.5:40j, -2:1:40j]
+    closed = run_passes(mj.make_jaxpr(mandelbrot)(cr, ci))
+    loops = [e for e in closed.eqns if e.primitive.name == "fori_loop"]
+    assert loops and interchangeable(loops[0])
+    assert "break" in lower_jaxpr(closed).text
+    assert_same(*both(mandelbrot, cr, ci))
+
+
+def test_newton_loop_keeps_the_array_loop_innermost():
+    def newton(a):
+        return lax.fori_loop(0, 10, lambda i, x: 0.5 * (x + a / x), a)
+    closed = run_passes(mj.make_jaxpr(newton)(np.ones(8)))
+    assert not interchangeable([e for e in closed.eqns if e.primitive.name == "fori_loop"][0])
+    assert_same(*both(newton, np.linspace(1, 9, 8)))
+
+
+def test_debug_print_runs_on_every_call(capsys):
+    f = mj.jit(lambda x: (mj.debug.print("x = {}", x.sum()), x * 2)[1], backend="numba")
+    f(np.ones(3))
+    f(np.ones(3) * 2)
+    assert capsys.readouterr().out.splitlines() == ["x = 3.0", "x = 6.0"]
+
+
+def test_memory_cache_shares_identical_code():
+    from minijit.codegen import compile as cc
+
+    before = cc.stats["compiled"]
+    mj.jit(lambda x: x * 3.0 + 1.0, backend="numba")(np.ones(4))
+    mj.jit(lambda y: y * 3.0 + 1.0, backend="numba")(np.ones(4))  # same generated source
+    assert cc.stats["compiled"] - before == 1
+
+
+def test_disk_cache_is_reused_by_a_new_process(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, minijit as mj, minijit.numpy as mnp
+        f = mj.jit(lambda x: mnp.sin(x) * 2.0 + 0.25, backend="numba")
+        f(np.ones(7))
+        d = f.cache_entries()[0].executable.entry
+        print(sum(d.stats.cache_hits.values()), sum(d.stats.cache_misses.values()))
+    """)
+    env = {**os.environ, "MINIJIT_CACHE_DIR": str(tmp_path / "disk")}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]
+    assert runs[0] == ["0", "1"]  # first process: compiled
+    assert runs[1] == ["1", "0"]  # second process: loaded from disk, no compile
+    assert list((tmp_path / "disk").glob("m_*.py"))
+
+
+def test_disk_cache_can_be_turned_off(tmp_path):
+    with mj.config.override("disk_cache", False):
+        mj.jit(lambda x: x - 4.5, backend="numba")(np.ones(3))
+    assert not list((tmp_path / "cache").glob("m_*.py"))
+
+
+def test_compile_failure_is_a_clear_error_and_leaves_no_entry(monkeypatch, tmp_path):
+    from minijit.codegen import lower
+
+    def broken(lo, eqn, args, outs):
+        lo.line(f"{outs[0]} = undefined_name({args[0]})")
+
+    monkeypatch.setitem(lower.ARRAY_RULES, P.rev_p, broken)
+    f = mj.jit(lambda x: x[::-1] + 1.0, backend="numba")
+    with pytest.raises(CodegenError) as info:
+        f(np.ones(3))
+    message = str(info.value)
+    assert "rev" in message and "backend='interpreter'" in message
+    assert f._cache_size() == 0
+    assert not list((tmp_path / "cache").glob("m_*.py"))  # the failed source is removed
+
+
+def test_unknown_primitive_names_itself():
+    from minijit.core import Primitive, abstract_eval_rules, impl_rules
+
+    odd_p = Primitive("odd_op")
+    abstract_eval_rules[odd_p] = lambda x: [x]
+    impl_rules[odd_p] = lambda x: [x]
+    try:
+        f = mj.jit(lambda x: mj.bind(odd_p, x), backend="numba")
+        with pytest.raises(CodegenError, match="odd_op"):
+            f(np.ones(2))
+        np.testing.assert_array_equal(mj.jit(lambda x: mj.bind(odd_p, x),
+                                             backend="interpreter")(np.ones(2)), np.ones(2))
+    finally:
+        del abstract_eval_rules[odd_p], impl_rules[odd_p]
+
+
+def test_disable_jit_still_means_eager():
+    seen = []
+    f = mj.jit(lambda x: seen.append(float(x.sum())) or x, backend="numba")
+    with mj.disable_jit():
+        f(np.ones(3))
+    assert seen == [3.0]
