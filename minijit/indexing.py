@@ -33,8 +33,11 @@ class _Axis:
     dynamic: bool = False
 
 
-def _parse(shape, index) -> tuple[list[_Axis], list[int]]:
-    """Per-axis plan, and the positions (in the result) where `None` adds an axis."""
+def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]]:
+    """Per-axis plan, and the positions (in the result) where `None` adds an axis.
+
+    Reading at a static out-of-bounds int raises, as in NumPy; an update there is dropped
+    (an empty window), as in JAX."""
     index = index if isinstance(index, tuple) else (index,)
     for i in index:
         if isinstance(i, (list, np.ndarray)) or (
@@ -76,8 +79,11 @@ def _parse(shape, index) -> tuple[list[_Axis], list[int]]:
             except TypeError:
                 raise IndexError(_UNSUPPORTED.format(f"{i!r}")) from None
             if not -d <= k < d:
-                raise IndexError(f"index {k} is out of bounds for axis {dim} with size {d}")
-            axes.append(_Axis(k % d, 1, drop=True))
+                if not updating:
+                    raise IndexError(f"index {k} is out of bounds for axis {dim} with size {d}")
+                axes.append(_Axis(0, 0, drop=True))
+            else:
+                axes.append(_Axis(k % d, 1, drop=True))
         dim += 1
     return axes, new_axes
 
@@ -166,7 +172,7 @@ def index_update(x, index, values, how: str):
 
     x = mnp.asarray(x)
     shape = tuple(x.shape)
-    axes, new_axes = _parse(shape, index)
+    axes, new_axes = _parse(shape, index, updating=True)
     if new_axes or any(a.step < 0 for a in axes):
         raise IndexError(
             "x.at[...] updates support ints, traced ints, slices with positive steps and "

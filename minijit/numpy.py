@@ -394,6 +394,8 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
         if not -ndim <= a < ndim:
             raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
         out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
     return tuple(sorted(out))
 
 
@@ -428,15 +430,22 @@ def prod(x, axis=None, dtype=None, keepdims=False):
     return _keep(out, _shape(x), axes, keepdims)
 
 
+def _no_identity(x, axes, name: str):
+    if builtins.any(_shape(x)[a] == 0 for a in axes):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+
+
 def max(x, axis=None, keepdims=False):  # noqa: A001
     x = _operand_array(x)
     axes = _axes(axis, x.ndim)
+    _no_identity(x, axes, "maximum")
     return _keep(lax.reduce_max(x, axes), _shape(x), axes, keepdims)
 
 
 def min(x, axis=None, keepdims=False):  # noqa: A001
     x = _operand_array(x)
     axes = _axes(axis, x.ndim)
+    _no_identity(x, axes, "minimum")
     return _keep(lax.reduce_min(x, axes), _shape(x), axes, keepdims)
 
 
@@ -449,7 +458,8 @@ def mean(x, axis=None, dtype=None, keepdims=False):
     axes = _axes(axis, x.ndim)
     n = math.prod(_shape(x)[a] for a in axes)
     total = sum(x, axis=axes, dtype=target, keepdims=keepdims)
-    return true_divide(total, target.type(n))
+    out = true_divide(total, target.type(n))
+    return astype(out, target) if dtype else out  # NumPy casts back to a requested dtype
 
 
 def var(x, axis=None, ddof=0, keepdims=False):
@@ -471,7 +481,11 @@ def _arg_reduce(fn, x, axis, keepdims):
         flat = reshape(x, (-1,))
         out = fn(flat, 0)
         return reshape(out, (1,) * x.ndim) if keepdims else out
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer for argmax/argmin, got {axis!r}")
     (a,) = _axes(axis, x.ndim)
+    if _shape(x)[a] == 0:
+        raise ValueError("attempt to get argmax of an empty sequence")
     return _keep(fn(x, a), _shape(x), (a,), keepdims)
 
 
@@ -582,7 +596,15 @@ def concatenate(arrays: Sequence, axis=0):
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     if builtins.any(a.ndim != ndim for a in arrays):
         raise ValueError("all the input arrays must have the same number of dimensions")
-    return lax.concatenate(arrays, axis % ndim)
+    axis = axis % ndim
+    for a in arrays[1:]:
+        for k, (d, d0) in enumerate(zip(_shape(a), _shape(arrays[0]))):
+            if k != axis and d != d0:
+                raise ValueError(
+                    "all the input array dimensions except for the concatenation axis must "
+                    f"match exactly, but along dimension {k}, the array at index 0 has size "
+                    f"{d0} and another array has size {d}")
+    return lax.concatenate(arrays, axis)
 
 
 def stack(arrays: Sequence, axis=0):

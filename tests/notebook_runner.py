@@ -1,0 +1,186 @@
+"""Run a course notebook top to bottom, the way a learner would, and report what went wrong.
+
+    from notebook_runner import find_notebooks, check_clean, run_notebook  # tests/ is on sys.path
+
+    for path in find_notebooks(REPO):
+        assert not check_clean(path)          # committed without outputs, valid nbformat
+        run = run_notebook(path)              # executes a temporary copy with nbclient
+        assert run.ok, run.report()
+
+A notebook is executed in a temporary copy of its folder (so files it writes, and its
+outputs, never land in the repository) with the `python3` kernel and a short per-cell
+timeout. Errors are allowed only in cells tagged `raises-exception`, and such a cell must
+raise: a tagged cell that runs cleanly means the chapter's text no longer matches the code.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+RAISES_TAG = "raises-exception"
+NOTEBOOK_FOLDERS = ("chapters", "solutions")
+CELL_TIMEOUT_S = 60
+KERNEL = "python3"
+
+
+def find_notebooks(root: Path, folders=NOTEBOOK_FOLDERS) -> list[Path]:
+    """`root/<folder>/*.ipynb` for each folder that exists, sorted; checkpoints skipped."""
+    found = []
+    for folder in folders:
+        found += sorted(p for p in (Path(root) / folder).glob("*.ipynb")
+                        if ".ipynb_checkpoints" not in p.parts)
+    return found
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _first_line(cell) -> str:
+    lines = [ln for ln in cell.source.splitlines() if ln.strip()]
+    return lines[0][:80] if lines else "<empty>"
+
+
+def check_clean(path: Path) -> list[str]:
+    """Problems with the notebook as committed: invalid nbformat, stored outputs, execution
+    counts or widget state. An empty list means clean."""
+    problems = []
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+        nbformat.validate(nb)
+    except Exception as e:  # noqa: BLE001 - any parse or schema error is the finding
+        return [f"not a valid notebook: {type(e).__name__}: {str(e).splitlines()[0]}"]
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if cell.get("outputs"):
+            problems.append(f"cell {i} ({_first_line(cell)!r}) has stored outputs")
+        if cell.get("execution_count") is not None:
+            problems.append(f"cell {i} ({_first_line(cell)!r}) has an execution count")
+    if "widgets" in nb.metadata:
+        problems.append("notebook metadata stores widget state ('widgets')")
+    return problems
+
+
+@dataclass
+class CellError:
+    index: int
+    first_line: str
+    ename: str
+    evalue: str
+
+    def __str__(self) -> str:
+        return f"cell {self.index} ({self.first_line!r}): {self.ename}: {self.evalue}"
+
+
+@dataclass
+class NotebookRun:
+    """The result of executing one notebook."""
+
+    path: Path
+    seconds: float
+    executed: nbformat.NotebookNode | None = None
+    failure: str | None = None  # an unexpected error, a timeout, a dead kernel
+    tagged_but_clean: list[str] = field(default_factory=list)  # tagged cells that did not raise
+    expected_errors: list[CellError] = field(default_factory=list)  # tagged cells that raised
+    cell_seconds: dict[int, float] = field(default_factory=dict)  # code cell index -> seconds
+
+    def slowest(self, n: int = 3) -> str:
+        """`cell 4: 12.3 s, cell 7: 2.0 s`: where the time went."""
+        top = sorted(self.cell_seconds.items(), key=lambda kv: -kv[1])[:n]
+        return ", ".join(f"cell {i}: {t:.1f} s" for i, t in top)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and not self.tagged_but_clean
+
+    def report(self) -> str:
+        lines = [f"{self.path.name}: {'ok' if self.ok else 'FAILED'} in {self.seconds:.1f} s"]
+        if self.failure:
+            lines.append(f"unexpected error:\n{self.failure}")
+        for cell in self.tagged_but_clean:
+            lines.append(f"{cell} is tagged {RAISES_TAG!r} but did not raise: the text around "
+                         "it probably describes an error that no longer happens")
+        return "\n".join(lines)
+
+
+def _error_of(cell) -> CellError | None:
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            return CellError(0, _first_line(cell), out.get("ename", "?"), out.get("evalue", ""))
+    return None
+
+
+def _cell_seconds(cell) -> float | None:
+    """Execution time that nbclient recorded in the cell's metadata (None if it did not run)."""
+    from datetime import datetime
+
+    timing = cell.get("metadata", {}).get("execution", {})
+    start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not (start and end):
+        return None
+    parse = datetime.fromisoformat
+    return (parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))).total_seconds()
+
+
+def kernel_env() -> dict[str, str]:
+    """The test process's environment, minus MPLBACKEND: the kernel then uses its default
+    inline backend, as in JupyterLab (pytest's conftest sets Agg for the tests themselves)."""
+    env = dict(os.environ)
+    env.pop("MPLBACKEND", None)
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # quiets a debugger warning
+    return env
+
+
+def run_notebook(path: Path, timeout: int = CELL_TIMEOUT_S, kernel_name: str = KERNEL,
+                 startup_timeout: int = 60) -> NotebookRun:
+    """Execute a copy of `path`'s folder in a temporary directory; never writes to `path`."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    path = Path(path).resolve()
+    nb = nbformat.read(str(path), as_version=4)
+    with tempfile.TemporaryDirectory(prefix="minijit-nb-") as tmp:
+        # the notebook's siblings (data files, helper modules) come along, outputs stay here
+        workdir = Path(tmp) / path.parent.name
+        shutil.copytree(path.parent, workdir,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        client = NotebookClient(
+            nb, timeout=timeout, startup_timeout=startup_timeout, kernel_name=kernel_name,
+            allow_errors=False,  # except in cells tagged raises-exception (nbclient's rule)
+            resources={"metadata": {"path": str(workdir)}},
+        )
+        failure = None
+        start = time.perf_counter()
+        try:
+            client.execute(env=kernel_env(), cwd=str(workdir))
+        except CellTimeoutError as e:
+            failure = f"a cell ran past the {timeout} s timeout\n{e}"
+        except CellExecutionError as e:
+            failure = str(e)
+        except DeadKernelError as e:
+            failure = f"the kernel died: {e}"
+        seconds = time.perf_counter() - start
+    run = NotebookRun(path, seconds, nb, failure)
+    for i, cell in enumerate(nb.cells):
+        t = _cell_seconds(cell)
+        if t is not None:
+            run.cell_seconds[i] = t
+    if failure is None:
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or RAISES_TAG not in _tags(cell):
+                continue
+            err = _error_of(cell)
+            if err is None:
+                run.tagged_but_clean.append(f"cell {i} ({_first_line(cell)!r})")
+            else:
+                err.index = i
+                run.expected_errors.append(err)
+    return run

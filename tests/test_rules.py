@@ -1,0 +1,238 @@
+"""Adding a primitive is a checklist; these tests hold every primitive to it.
+
+Every primitive has an entry in every rule table, belongs to the op groups it should (and the
+groups tell the truth: a COMMUTATIVE primitive commutes, an ELEMENTWISE one keeps its shape),
+its impl rule agrees with its abstract-eval rule on every dtype it accepts, and at least one
+catalogue program exercises it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from catalogue import PROGRAMS
+
+import minijit as mj
+from minijit import core, dtypes
+from minijit.control_flow import CONTROL_FLOW
+from minijit.core import ShapedArray, abstract_eval_rules, impl_rules
+from minijit.ir import Jaxpr, subjaxprs
+from minijit.primitives import ALL_PRIMITIVES
+
+# Every table `dict[Primitive, rule]` in core; a table added there is checked automatically.
+RULE_TABLES = {
+    name: table for name, table in vars(core).items()
+    if name.endswith("_rules") and isinstance(table, dict)
+}
+
+# The op groups of every first-order primitive. A new primitive must be added here: this is
+# the place that says, deliberately, which passes may treat it as elementwise or commutative.
+UNARY = {"neg", "abs", "sign", "floor", "ceil", "exp", "log", "log1p", "expm1", "sin", "cos",
+         "tan", "tanh", "sqrt", "not", "integer_pow", "convert_element_type"}
+COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+BINARY = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "max", "min", "and",
+          "or", "xor"} | COMPARISONS
+COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"}
+ELEMENTWISE = UNARY | BINARY | {"select_n"}
+REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin"}
+STRUCTURAL = {"dot_general", "reshape", "transpose", "broadcast_in_dim", "squeeze",
+              "concatenate", "pad", "slice", "rev", "dynamic_slice", "dynamic_update_slice",
+              "iota"}
+EXPECTED_GROUPS = {
+    "UNARY": UNARY, "BINARY": BINARY, "COMMUTATIVE": COMMUTATIVE, "COMPARISONS": COMPARISONS,
+    "ELEMENTWISE": ELEMENTWISE, "REDUCTIONS": REDUCTIONS,
+}
+
+# Params that unary primitives need to be evaluated in isolation.
+UNARY_PARAMS = {
+    "integer_pow": {"y": 3},
+    "convert_element_type": {"new_dtype": np.dtype("int32"), "weak_type": False},
+}
+
+
+def _sample(dtype: np.dtype, shape=(2, 3), seed=0) -> np.ndarray:
+    """Values every primitive accepts: positive (log, sqrt), nonzero (div, %), small (pow)."""
+    rng = np.random.default_rng(seed)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        return rng.integers(1, 5, shape).astype(dtype)
+    return rng.uniform(0.5, 1.5, shape).astype(dtype)
+
+
+def _accepts(prim, avals, params) -> list[ShapedArray] | None:
+    try:
+        return abstract_eval_rules[prim](*avals, **params)
+    except TypeError:
+        return None
+
+
+def test_rule_tables_are_found():
+    assert {"abstract_eval_rules", "impl_rules"} <= set(RULE_TABLES)
+
+
+@pytest.mark.parametrize("table", sorted(RULE_TABLES))
+def test_every_primitive_has_a_rule(table):
+    missing = sorted(n for n, p in ALL_PRIMITIVES.items() if p not in RULE_TABLES[table])
+    assert not missing, f"no {table} entry for {missing}"
+    missing_cf = sorted(p.name for p in CONTROL_FLOW if p not in RULE_TABLES[table])
+    assert not missing_cf, f"no {table} entry for {missing_cf}"
+
+
+def test_tables_cover_the_same_primitives():
+    """A primitive registered in one table (by any module) is registered in all of them."""
+    keys = {name: {p.name for p in table} for name, table in RULE_TABLES.items()}
+    union = set().union(*keys.values())
+    for name, names in keys.items():
+        assert names == union, f"{name} lacks {sorted(union - names)}"
+
+
+def test_primitive_names_are_unique_and_match():
+    for name, p in ALL_PRIMITIVES.items():
+        assert p.name == name
+    every = [p.name for p in RULE_TABLES["abstract_eval_rules"]]
+    assert len(every) == len(set(every)), "two primitives share a name"
+
+
+def test_every_primitive_is_classified_here():
+    """Forces a deliberate decision (in this file) about the op groups of a new primitive."""
+    known = ELEMENTWISE | REDUCTIONS | STRUCTURAL
+    assert set(ALL_PRIMITIVES) == known
+
+
+@pytest.mark.parametrize("group", sorted(EXPECTED_GROUPS))
+def test_op_groups(group):
+    actual = {p.name for p in getattr(core, group)}
+    assert actual == EXPECTED_GROUPS[group]
+    assert all(ALL_PRIMITIVES[n] in getattr(core, group) for n in actual), "stale primitive"
+
+
+def test_unary_and_binary_partition_elementwise():
+    assert not UNARY & BINARY
+    assert {p.name for p in core.UNARY | core.BINARY} <= {p.name for p in core.ELEMENTWISE}
+    assert {p.name for p in core.COMMUTATIVE} <= {p.name for p in core.BINARY}
+    assert {p.name for p in core.COMPARISONS} <= {p.name for p in core.BINARY}
+
+
+# --------------------------------------------------------------------------- rules agree
+
+
+@pytest.mark.parametrize("name", sorted(UNARY | BINARY))
+def test_impl_matches_abstract_eval_on_every_dtype(name):
+    """For every dtype the shape rule accepts, the impl gives exactly that shape and dtype."""
+    prim = ALL_PRIMITIVES[name]
+    params = UNARY_PARAMS.get(name, {})
+    n_args = 1 if name in UNARY else 2
+    accepted = 0
+    for dt in dtypes.SUPPORTED:
+        for shapes in [[(2, 3)] * n_args] + ([[(2, 3), ()], [(), (2, 3)]] if n_args == 2 else []):
+            xs = [_sample(dt, s, seed=k) for k, s in enumerate(shapes)]
+            out_avals = _accepts(prim, [ShapedArray(x.shape, x.dtype) for x in xs], params)
+            if out_avals is None:
+                continue
+            accepted += 1
+            with np.errstate(all="ignore"):
+                (out,) = impl_rules[prim](*xs, **params)
+            out = np.asarray(out)
+            (aval,) = out_avals
+            assert (out.shape, out.dtype) == (aval.shape, aval.dtype), (
+                f"{name} on {dt.name}{shapes}: impl gives {out.dtype}{out.shape}, "
+                f"abstract eval says {aval}"
+            )
+    assert accepted, f"{name} accepts no dtype at all"
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_rules_reject_mixed_dtypes(name):
+    prim = ALL_PRIMITIVES[name]
+    with pytest.raises(TypeError, match="equal dtypes"):
+        abstract_eval_rules[prim](ShapedArray((3,), np.float64), ShapedArray((3,), np.float32))
+    with pytest.raises(TypeError, match="equal shapes"):
+        dt = np.float64 if name == "div" else np.int64
+        abstract_eval_rules[prim](ShapedArray((3,), dt), ShapedArray((4,), dt))
+
+
+@pytest.mark.parametrize("name", sorted(COMMUTATIVE))
+def test_commutative_primitives_commute(name):
+    prim = ALL_PRIMITIVES[name]
+    checked = 0
+    for dt in dtypes.SUPPORTED:
+        x, y = _sample(dt, (7,), seed=1), _sample(dt, (7,), seed=2)
+        if _accepts(prim, [ShapedArray((7,), dt)] * 2, {}) is None:
+            continue
+        with np.errstate(all="ignore"):
+            (xy,), (yx,) = impl_rules[prim](x, y), impl_rules[prim](y, x)
+        np.testing.assert_array_equal(xy, yx, err_msg=f"{name} on {dt.name}")
+        checked += 1
+    assert checked
+
+
+@pytest.mark.parametrize("name", sorted(COMPARISONS))
+def test_comparisons_give_bool(name):
+    prim = ALL_PRIMITIVES[name]
+    for dt in dtypes.SUPPORTED:
+        (aval,) = abstract_eval_rules[prim](ShapedArray((2,), dt), ShapedArray((2,), dt))
+        assert aval.dtype == np.bool_ and aval.shape == (2,)
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+@pytest.mark.parametrize("axes", [(0,), (1,), (2,)])
+def test_reductions_drop_their_axes(name, axes):
+    prim = ALL_PRIMITIVES[name]
+    params = {"axes": axes}
+    if name.startswith("arg"):
+        params["index_dtype"] = np.dtype("int64")
+    x = _sample(np.dtype("float64"), (2, 3, 4))
+    (aval,) = abstract_eval_rules[prim](ShapedArray(x.shape, x.dtype), **params)
+    expected_shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    assert aval.shape == expected_shape
+    (out,) = impl_rules[prim](x, **params)
+    assert (np.shape(out), np.asarray(out).dtype) == (aval.shape, aval.dtype)
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS - {"argmax", "argmin"}))
+def test_reductions_reject_bad_axes(name):
+    prim = ALL_PRIMITIVES[name]
+    for axes in [(2,), (0, 0), (-1,)]:
+        with pytest.raises(TypeError, match="axes"):
+            abstract_eval_rules[prim](ShapedArray((2, 3), np.float64), axes=axes)
+
+
+# --------------------------------------------------------------------------- coverage
+
+
+def _primitives_in(jaxpr: Jaxpr) -> set:
+    found = set()
+    for eqn in jaxpr.eqns:
+        found.add(eqn.primitive)
+        for sub in subjaxprs(eqn):
+            found |= _primitives_in(sub)
+    return found
+
+
+@pytest.fixture(scope="module")
+def catalogue_primitives() -> set[str]:
+    found = set()
+    for prog in PROGRAMS:
+        closed = mj.make_jaxpr(prog.minijit_fn(), static_argnums=prog.static_argnums)(
+            *prog.make_args())
+        found |= {p.name for p in _primitives_in(closed.jaxpr)}
+    return found
+
+
+def test_every_primitive_is_exercised_by_the_catalogue(catalogue_primitives):
+    wanted = set(ALL_PRIMITIVES) | {p.name for p in CONTROL_FLOW}
+    missing = sorted(wanted - catalogue_primitives)
+    assert not missing, f"no catalogue program uses {missing}; add one to tests/catalogue.py"
+
+
+def test_coverage_walks_sub_jaxprs(catalogue_primitives):
+    """Primitives used only inside a branch or loop body are reachable through params."""
+    from minijit import lax
+
+    closed = mj.make_jaxpr(lambda p, x: lax.cond(p, mj.numpy.sin, mj.numpy.cos, x))(
+        True, np.ones(2))
+    top = {e.primitive.name for e in closed.eqns}
+    assert "sin" not in top and "cond" in top
+    assert {"sin", "cos", "cond"} <= {p.name for p in _primitives_in(closed.jaxpr)}
+    assert {"while", "cond", "scan", "fori_loop"} <= catalogue_primitives
