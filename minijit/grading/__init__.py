@@ -1,12 +1,26 @@
 """Autograding for the minijit course: ``check()`` in notebooks, and the instructor's grader.
 
 - Learners call ``check("ex04_static_args")`` under an exercise for instant feedback on its
-  public cases (:mod:`minijit.grading.checking`).
-- Instructors run ``python -m minijit.grading grade SUBMISSIONS... --out gradebook.csv``
-  (:mod:`minijit.grading.gradebook`), which executes every submission in its own kernel and
-  decides pass or fail outside it (:mod:`minijit.grading.runner`).
+  public cases.
+- Instructors run ``python -m minijit.grading grade SUBMISSIONS... --out gradebook.csv``,
+  which executes every submission in its own kernel and decides pass or fail outside it.
 - Authors write exercises once in ``solutions/`` and run ``python -m minijit.grading
-  generate`` to produce ``exercises/`` (:mod:`minijit.grading.notebook`).
+  generate`` to produce ``exercises/``.
+
+One idea per module:
+
+    cases.py      Exercise and Case; compare() on plain data
+    probing.py    the probes' prelude: runs in-process and, shipped as source, in kernels
+    registry.py   where exercises come from (the course, extra modules, hidden-case folders)
+    checking.py   check(), the in-notebook feedback table
+    notebook.py   solution/exercise notebook conventions; generate and --check
+    channel.py    how the grader asks a kernel for results (user expressions + nonce)
+    kernel.py     one grading kernel: start, run a cell, request, interrupt, stop
+    runner.py     one submission, whatever it does: limits, restarts, events
+    scoring.py    expected values (trusted side) and points
+    gradebook.py  the batch: worker pool, progress bar, CSV, feedback files
+    __main__.py   the command line
+    exercises/    the course's exercises, one module per chapter
 
 Importing this package imports only NumPy and the standard library: never the minijit core
 (the reference solutions in :mod:`minijit.grading.exercises` load it on first use), nor

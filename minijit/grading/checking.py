@@ -62,7 +62,8 @@ class CheckReport:
     def _summary(self) -> str:
         ex = self.exercise
         mark = "all public cases pass" if self.all_passed else "some public cases fail"
-        return (f"{ex.id} ({ex.points:g} points): {self.passed}/{len(self.rows)} public "
+        unit = "point" if ex.points == 1 else "points"
+        return (f"{ex.id} ({ex.points:g} {unit}): {self.passed}/{len(self.rows)} public "
                 f"cases pass - {mark}. The grader also runs hidden cases.")
 
     def __str__(self) -> str:

@@ -9,15 +9,19 @@ The work is split by trust:
   never the expected values;
 - the kernels (untrusted) run the learner's code and the probes, and answer with plain data.
 
-Every submission produces a row, whatever happened: a worker that dies is retried once in a
-fresh pool, and a run interrupted with Ctrl-C still writes rows for the submissions it did
+Every submission produces a row, whatever happened: the submissions whose worker died are
+graded again one at a time, in a worker each (the one that kills its worker again gets
+``tampered``), and a run interrupted with Ctrl-C still writes rows for the submissions it did
 not reach (status ``not_graded``).
 
+Worker processes start with ``forkserver`` (or ``spawn``), which imports the caller's main
+module: a script that calls :func:`grade` must do so under ``if __name__ == "__main__":``.
+
 CSV columns: ``student`` (file stem, or the relative path when two stems collide), one
-column per exercise id (points earned), ``total``, ``max_total``, ``status`` (one word, the
-worst thing that happened: see :data:`minijit.grading.runner.STATUS_ORDER`), ``seconds``,
-and ``detail`` (what happened, in words). A case passes only if it matches exactly; an
-exercise earns ``points * passed cases / all cases``, rounded to 2 decimals.
+column per exercise id (points earned, see :mod:`minijit.grading.scoring`), ``total``,
+``max_total``, ``status`` (one word, the worst thing that happened: see
+:data:`minijit.grading.runner.STATUS_ORDER`), ``seconds``, and ``detail`` (what happened, in
+words).
 """
 
 from __future__ import annotations
@@ -26,161 +30,15 @@ import csv
 import multiprocessing
 import os
 import re
+import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from .cases import Case, Exercise, compare, describe, probe_source
-from .channel import ProbeCall
-from .probing import run_probe
-from .runner import NOTE, ExercisePlan, Limits, RunResult, run_submission
-
-
-class GradingSetupError(RuntimeError):
-    """The exercises or options are wrong (an instructor's mistake): nothing was graded."""
-
-
-# ----------------------------------------------------------------------------------------
-# Plan: what every kernel runs, and what we expect back (kept in this process)
-# ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CaseInfo:
-    exercise: Exercise
-    case: Case
-    public: bool
-
-
-@dataclass(frozen=True)
-class Plan:
-    exercises: tuple[Exercise, ...]
-    probes: tuple[ExercisePlan, ...]
-    expected: dict[str, Any]
-    cases: dict[str, CaseInfo]
-
-
-def build_plan(exercises: Sequence[Exercise],
-               extra_hidden: dict[str, tuple[Case, ...]] | None = None) -> Plan:
-    """Probe calls and expected values for ``exercises``; raises GradingSetupError when a
-    reference solution fails or a probe cannot be shipped."""
-    extra_hidden = extra_hidden or {}
-    probes, expected, infos = [], {}, {}
-    for ex in exercises:
-        try:
-            reference = ex.reference()
-        except Exception as exc:  # noqa: BLE001 - reported with the exercise's name
-            raise GradingSetupError(f"{ex.id}: the reference solution failed: {exc!r}") from exc
-        calls = []
-        for key, case, public in ex.cases(extra_hidden.get(ex.id, ())):
-            probe = ex.probe_for(case)
-            try:
-                source, name = probe_source(probe)
-            except (TypeError, OSError) as exc:
-                raise GradingSetupError(f"{key} ({case.name}): {exc}") from exc
-            if case.has_literal_expected:
-                expected[key] = case.expected
-            else:
-                expected[key] = run_probe(probe, reference, case.args)
-                if isinstance(expected[key], dict) and "__error__" in expected[key]:
-                    err = expected[key]["__error__"]
-                    raise GradingSetupError(
-                        f"{key} ({case.name}): the reference raised {err['type']}: "
-                        f"{err['message']}; give the case a literal expected=raises(...) if "
-                        "raising is the point")
-            calls.append(ProbeCall(key, source, name, tuple(case.args)))
-            infos[key] = CaseInfo(ex, case, public)
-        probes.append(ExercisePlan(ex.id, tuple(calls)))
-    return Plan(tuple(exercises), tuple(probes), expected, infos)
-
-
-# ----------------------------------------------------------------------------------------
-# Scoring
-# ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FailedCase:
-    name: str
-    expected: Any
-    got: Any
-    reason: str
-    hint: str
-
-
-@dataclass
-class ExerciseScore:
-    exercise: Exercise
-    points: float = 0.0
-    public: tuple[int, int] = (0, 0)  # (passed, total)
-    hidden: tuple[int, int] = (0, 0)
-    failed_public: list[FailedCase] = field(default_factory=list)
-    outcome: str = "ran"
-
-
-_OUTCOME_WORDS = {
-    "timeout": "its tests ran past the time limit",
-    "kernel_died": "the kernel died while it was tested",
-    "tampered": "the notebook interfered with the grader's request",
-    "not_run": "it was not tested (the submission stopped earlier)",
-}
-
-
-def score_exercise(ex: Exercise, plan: Plan, run: RunResult) -> ExerciseScore:
-    outcome = run.outcome.get(ex.id, "not_run")
-    sc = ExerciseScore(ex, outcome=outcome)
-    passed = {True: 0, False: 0}
-    totals = {True: 0, False: 0}
-    for key, info in plan.cases.items():
-        if info.exercise.id != ex.id:
-            continue
-        totals[info.public] += 1
-        got = run.results.get(key) if outcome == "ran" else None
-        if outcome == "ran" and key in run.results:
-            reason = compare(plan.expected[key], got, info.case.rtol, info.case.atol)
-        else:
-            reason = _OUTCOME_WORDS.get(outcome, "no result came back")
-        if reason is None:
-            passed[info.public] += 1
-        elif info.public:
-            sc.failed_public.append(FailedCase(info.case.name, plan.expected[key], got,
-                                               reason, ex.hint_for(info.case, got)))
-    n = totals[True] + totals[False]
-    sc.points = round(ex.points * (passed[True] + passed[False]) / n, 2) if n else 0.0
-    sc.public = (passed[True], totals[True])
-    sc.hidden = (passed[False], totals[False])
-    return sc
-
-
-@dataclass
-class Row:
-    student: str
-    path: Path
-    scores: dict[str, ExerciseScore]
-    status: str
-    seconds: float
-    events: list[Any]
-
-    @property
-    def total(self) -> float:
-        return round(sum(s.points for s in self.scores.values()), 2)
-
-    @property
-    def max_total(self) -> float:
-        return round(sum(s.exercise.points for s in self.scores.values()), 2)
-
-    @property
-    def detail(self) -> str:
-        return "; ".join(e.message for e in self.events)
-
-
-def make_row(student: str, path: Path, plan: Plan, run: RunResult) -> Row:
-    scores = {ex.id: score_exercise(ex, plan, run) for ex in plan.exercises}
-    return Row(student, path, scores, run.status, run.seconds, list(run.events))
-
+from .cases import Case, Exercise, describe
+from .runner import NOTE, Limits, RunResult, run_submission
+from .scoring import OUTCOME_WORDS, GradingSetupError, Plan, Row, build_plan, make_row
 
 # ----------------------------------------------------------------------------------------
 # Inputs: which files, which students, which exercises
@@ -236,8 +94,14 @@ def select_exercises(paths: Sequence[Path], exercises: dict[str, Exercise],
             mentioned |= set(_ID_RE.findall(p.read_text(encoding="utf-8", errors="replace")))
         except OSError:
             continue
-    chosen = [ex for i, ex in exercises.items() if i in mentioned]
-    return chosen or list(exercises.values())
+    chosen = [ex for i, ex in exercises.items() if i in mentioned] or list(exercises.values())
+    chapters = sorted({ex.chapter for ex in chosen})
+    if len(chapters) > 1:
+        warnings.warn(f"the submissions mention exercises of {len(chapters)} chapters "
+                      f"({', '.join(chapters)}); every notebook is graded on all of them. "
+                      "Grade one assignment at a time, or choose with --assignment.",
+                      stacklevel=3)
+    return chosen
 
 
 # ----------------------------------------------------------------------------------------
@@ -278,32 +142,60 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
         raise
 
     runs: dict[int, RunResult] = {}
-    tries = dict.fromkeys(range(len(paths)), 0)
     bar = tqdm(total=len(paths), unit="nb", desc="grading", disable=not progress)
+
+    def done(i: int, run: RunResult) -> None:
+        runs[i] = run
+        bar.update(1)
+        bar.set_postfix_str(f"{names[i]}: {run.status}", refresh=False)
+
     try:
-        todo = list(range(len(paths)))
-        while todo:
-            futures: dict[Future, int] = {}
-            for i in todo:
-                tries[i] += 1
-                futures[pool.submit(run_submission, paths[i], plan.probes, limits)] = i
-            todo = []
-            for fut in as_completed(futures):
-                i = futures[fut]
+        # At most jobs + 1 submissions in the pool at a time (one queued, so no worker
+        # waits): if a notebook kills its worker, the pool breaks, and only those few are
+        # suspects; the rest go on in a fresh pool.
+        queue = list(range(len(paths)))
+        in_flight: dict[Future, int] = {}
+        suspects: list[int] = []
+        while queue or in_flight:
+            while queue and len(in_flight) <= jobs:
                 try:
-                    runs[i] = fut.result()
-                except BrokenProcessPool:
-                    if tries[i] < 2:
-                        todo.append(i)
-                        continue
-                    runs[i] = _failed("the grading worker was killed (twice)")
-                except Exception as exc:  # noqa: BLE001 - one row per submission, always
-                    runs[i] = _failed(f"{type(exc).__name__}: {exc}")
-                bar.update(1)
-                bar.set_postfix_str(f"{names[i]}: {runs[i].status}", refresh=False)
-            if todo:
+                    fut = pool.submit(run_submission, paths[queue[0]], plan.probes, limits)
+                except BrokenProcessPool:  # the in-flight ones will fail too: see below
+                    break
+                in_flight[fut] = queue.pop(0)
+            if not in_flight:  # the pool broke with nothing left in it
                 pool.shutdown(wait=False, cancel_futures=True)
                 pool = _pool(jobs)
+                continue
+            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            broken = False
+            for fut in finished:
+                i = in_flight.pop(fut)
+                try:
+                    done(i, fut.result())
+                except BrokenProcessPool:
+                    suspects.append(i)
+                    broken = True
+                except Exception as exc:  # noqa: BLE001 - one row per submission, always
+                    done(i, _failed(f"{type(exc).__name__}: {exc}"))
+            if broken:
+                for fut in list(in_flight):  # all fail once the pool is broken
+                    suspects.append(in_flight.pop(fut))
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = _pool(jobs)
+        pool.shutdown(wait=False, cancel_futures=True)
+        # Again one at a time, each in a worker of its own: a notebook that kills its
+        # worker (os.kill(os.getppid(), 9) from the kernel) now only hurts itself.
+        for i in sorted(suspects):
+            pool = _pool(1)
+            try:
+                done(i, pool.submit(run_submission, paths[i], plan.probes, limits).result())
+            except BrokenProcessPool:
+                done(i, _failed("the notebook killed the grader's worker process",
+                                kind="tampered"))
+            except Exception as exc:  # noqa: BLE001
+                done(i, _failed(f"{type(exc).__name__}: {exc}"))
+            pool.shutdown(wait=False, cancel_futures=True)
     finally:
         bar.close()
         pool.shutdown(wait=False, cancel_futures=True)
@@ -335,6 +227,11 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def _cell(text: str) -> str:
+    # A file named "=HYPERLINK(...).ipynb" must not become a formula in a spreadsheet.
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def write_csv(rows: Sequence[Row], plan: Plan, path: str | os.PathLike) -> None:
     ids = [ex.id for ex in plan.exercises]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -342,8 +239,9 @@ def write_csv(rows: Sequence[Row], plan: Plan, path: str | os.PathLike) -> None:
         w = csv.writer(f)
         w.writerow(["student", *ids, "total", "max_total", "status", "seconds", "detail"])
         for r in rows:
-            w.writerow([r.student, *(_num(r.scores[i].points) for i in ids), _num(r.total),
-                        _num(r.max_total), r.status, f"{r.seconds:.2f}", r.detail])
+            w.writerow([_cell(r.student), *(_num(r.scores[i].points) for i in ids),
+                        _num(r.total), _num(r.max_total), r.status, f"{r.seconds:.2f}",
+                        _cell(r.detail)])
 
 
 def feedback_markdown(row: Row) -> str:
@@ -365,7 +263,7 @@ def feedback_markdown(row: Row) -> str:
             continue
         lines += ["", f"## {sc.exercise.id}: {sc.exercise.title}", ""]
         if sc.outcome != "ran":
-            lines.append(f"Not graded further: {_OUTCOME_WORDS.get(sc.outcome, sc.outcome)}.")
+            lines.append(f"Not graded further: {OUTCOME_WORDS.get(sc.outcome, sc.outcome)}.")
         for fc in sc.failed_public:
             lines += [f"- **{fc.name}**: expected `{describe(fc.expected)}`, got "
                       f"`{describe(fc.got)}`.", f"  - Why: {fc.reason}",

@@ -26,6 +26,8 @@ import io
 import math
 import sys
 import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +44,7 @@ class NotGradable(TypeError):
     """A probe produced something that is not plain data (an unknown object, say)."""
 
 
-def get(ns, name: str):
+def get(ns: Mapping[str, Any], name: str) -> Any:
     """The learner's definition ``name``, or a NameError that says what to do."""
     try:
         return ns[name]
@@ -52,7 +54,7 @@ def get(ns, name: str):
         ) from None
 
 
-def to_data(value, _depth: int = 0):
+def to_data(value: Any, _depth: int = 0) -> Any:
     """Convert a result into plain data, or raise NotGradable.
 
     Exact type checks (``type(x) is float``, not ``isinstance``) on purpose: a subclass can
@@ -115,7 +117,7 @@ class _BoundedText(io.StringIO):
         return len(s)
 
 
-def printed(fn, *args, **kwargs):
+def printed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, str]:
     """Call ``fn`` and return ``(result, text it printed to stdout)``."""
     buf = _BoundedText()
     with contextlib.redirect_stdout(buf):
@@ -123,7 +125,7 @@ def printed(fn, *args, **kwargs):
     return result, buf.getvalue()
 
 
-def run_probe(probe, ns, args) -> object:
+def run_probe(probe: Callable[..., Any], ns: Mapping[str, Any], args: Any) -> Any:
     """Run one probe and return plain data; any exception becomes an error record.
 
     ``BaseException`` on purpose: a learner's ``sys.exit()`` inside a function must fail the
@@ -146,7 +148,7 @@ def run_probe(probe, ns, args) -> object:
 # ----------------------------------------------------------------------------------------
 
 
-def encode(value) -> str:
+def encode(value: Any) -> str:
     """JSON text for plain data (as produced by to_data); raises NotGradable otherwise."""
     parts: list[str] = []
     _encode(value, parts, 0)
@@ -216,7 +218,7 @@ def _quote(s: str) -> str:
 # ----------------------------------------------------------------------------------------
 
 
-def environment_report(ns) -> dict:
+def environment_report(ns: Mapping[str, Any]) -> dict:
     """What a notebook may have changed that matters to grading, as plain data.
 
     Counts of IPython's input and AST transformers (compared by the grader against the
@@ -250,7 +252,7 @@ def environment_report(ns) -> dict:
     return report
 
 
-def run_calls(ns, calls, nonce: str) -> str:
+def run_calls(ns: Mapping[str, Any], calls: list, nonce: str) -> str:
     """Run ``calls`` (``[key, probe source, probe name, args]``) and return encoded results.
 
     Each probe source is executed in a copy of this module's own namespace, so probes see

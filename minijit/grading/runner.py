@@ -6,9 +6,10 @@ probe results (plain data, not yet compared) and a list of events that explain w
 happened. The steps:
 
 1. Read the file with nbformat. Unreadable JSON or a non-notebook is ``invalid_notebook``.
-   Only the *source* of code cells is kept: outputs, metadata and tags such as
-   ``skip-execution`` are the submitter's and are ignored.
-2. Start a fresh kernel (the grader's own interpreter, see :func:`_kernel_spec`), record the
+   Only the *source* of code cells is kept: outputs and metadata are the submitter's and
+   are ignored (tags such as ``skip-execution`` too), except that an error in a cell
+   tagged ``raises-exception`` is a note rather than an ``error`` status.
+2. Start a fresh kernel (the grader's own interpreter: :mod:`minijit.grading.kernel`), record the
    IPython transformers it starts with, then run the code cells one by one with nbclient,
    each under ``min(cell timeout, time left)``. An exception is recorded and execution goes
    on, as a learner running "all cells" would; a cell that times out is interrupted.
@@ -27,22 +28,16 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from queue import Empty
 from typing import Any
 
 import nbformat
-from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from .channel import ChannelError, ProbeCall, expression, new_nonce, parse_reply
 from .channel import user_expression_key as _key
+from .kernel import Kernel, first_line
 from .notebook import check_call, exercise_header
 
 # Status words, worst first. A submission's status is the worst event it produced.
@@ -99,17 +94,26 @@ class InvalidNotebook(ValueError):
     pass
 
 
-def read_submission(path: str | os.PathLike) -> list[str]:
-    """The sources of the non-empty code cells, or InvalidNotebook."""
+@dataclass(frozen=True)
+class SubmittedCell:
+    source: str
+    # A cell tagged raises-exception fails on purpose (a chapter's demonstration); its error
+    # is then a note, not an ``error`` status. Trusting the tag costs nothing: it never
+    # changes a score, only how the row is labelled.
+    expects_error: bool = False
+
+
+def read_submission(path: str | os.PathLike) -> list[SubmittedCell]:
+    """The non-empty code cells, or InvalidNotebook."""
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as exc:  # noqa: BLE001 - any failure to read is the same verdict
         raise InvalidNotebook(f"not a readable notebook: {type(exc).__name__}: "
-                              f"{str(exc)[:200]}") from None
+                              f"{first_line(str(exc), 200)}") from None
     cells = nb.get("cells")
     if not isinstance(cells, list):
         raise InvalidNotebook("not a notebook: no list of cells")
-    sources = []
+    found = []
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -118,171 +122,28 @@ def read_submission(path: str | os.PathLike) -> list[str]:
             source = "".join(str(s) for s in source)
         if not isinstance(source, str):
             raise InvalidNotebook("not a notebook: a cell's source is not text")
+        metadata = cell.get("metadata")
+        tags = metadata.get("tags") if isinstance(metadata, dict) else None
+        expects_error = isinstance(tags, list) and "raises-exception" in tags
         if source.strip():
-            sources.append(source)
-    return sources
+            found.append(SubmittedCell(source, expects_error))
+    return found
 
 
 def _label(sources: list[str], index: int) -> str:
-    header = exercise_header(sources[index])
-    checked = check_call(sources[index])
+    """``code cell 4 (ex02_where)``: the cell's number and the exercise it belongs to."""
     where = f"code cell {index + 1}"
+    header = exercise_header(sources[index])
     if header:
         return f"{where} ({header[0]})"
+    checked = check_call(sources[index])
     if checked:
         return f"{where} (check {checked})"
+    for before in range(index - 1, -1, -1):
+        header = exercise_header(sources[before])
+        if header:
+            return f"{where} (after {header[0]})"
     return where
-
-
-def _kernel_spec():
-    """Always the grader's own interpreter, whatever ``python3`` kernelspec is installed.
-
-    A user's ``python3`` kernelspec may point at another environment (without minijit, or
-    with a different version); grading must not depend on it. The history goes to memory so
-    that parallel kernels do not fight over IPython's sqlite file.
-    """
-    return KernelSpec(
-        argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-              "--HistoryManager.hist_file=:memory:"],
-        display_name="minijit grader", language="python", interrupt_mode="signal",
-        metadata={})
-
-
-class _Kernel:
-    """A kernel plus an nbclient NotebookClient that runs cells on it."""
-
-    def __init__(self, limits: Limits, cwd: str, n_cells: int) -> None:
-        self.limits, self.cwd, self.n_cells = limits, cwd, n_cells
-        self.km: Any = None
-        self.client: Any = None
-
-    async def start(self, deadline: float) -> None:
-        spec = _kernel_spec()
-
-        class _Specs(KernelSpecManager):
-            def get_kernel_spec(self, kernel_name: str) -> Any:
-                return spec
-
-        env = dict(os.environ, MINIJIT_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
-        self.km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_Specs())
-        # The kernel's own stdout/stderr (C-level prints, warnings) must not reach the
-        # grader's terminal; what the notebook prints travels over iopub and is dropped.
-        await self.km.start_kernel(env=env, cwd=self.cwd, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
-        nb = nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell("") for _ in range(self.n_cells)])
-        self.client = _QuietClient(nb, km=self.km, allow_errors=True,
-                                   interrupt_on_timeout=False)
-        self.client.startup_timeout = max(1, int(min(self.limits.startup_timeout,
-                                                     deadline - time.monotonic())))
-        await self.client.async_start_new_kernel_client()
-
-    async def run_cell(self, index: int, source: str, timeout: float) -> tuple[str, str]:
-        """``(outcome, detail)``; outcome is ok / error / not_attempted / timeout / died /
-        exit (the cell called ``exit()``) / broken (the kernel's messages are unreadable)."""
-        cell = self.client.nb.cells[index]
-        cell.source = source
-        self.client.timeout = max(1, int(timeout + 0.999))
-        self.client.last_reply = None
-        try:
-            await self.client.async_execute_cell(cell, index, execution_count=index + 1)
-        except CellTimeoutError:
-            return "timeout", ""
-        except DeadKernelError:
-            return "died", ""
-        except Exception as exc:  # noqa: BLE001 - e.g. the notebook patched json in the kernel
-            return "broken", f"{type(exc).__name__}: {exc}"
-        reply = (self.client.last_reply or {}).get("content", {})
-        # IPython's exit() does not fail the cell: it asks the kernel to shut down once the
-        # reply is sent, so the kernel would die during some *later* cell.
-        for payload in reply.get("payload") or []:
-            if payload.get("source") == "ask_exit" and not payload.get("keepkernel"):
-                return "exit", ""
-        if reply.get("status") == "error":
-            ename, evalue = reply.get("ename", "?"), str(reply.get("evalue", ""))[:200]
-            if ename == "NotImplementedError":
-                return "not_attempted", evalue
-            return "error", f"{ename}: {evalue}".rstrip(": ")
-        return "ok", ""
-
-    async def request(self, user_expressions: dict[str, str], timeout: float
-                      ) -> dict[str, Any] | str:
-        """Send an empty execute_request with user expressions; the reply content, or
-        ``"timeout"`` / ``"died"`` / ``"broken"``."""
-        kc = self.client.kc
-        deadline = time.monotonic() + timeout
-        try:
-            msg_id = kc.execute("", silent=True, store_history=False,
-                                user_expressions=user_expressions, stop_on_error=False)
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return "timeout"
-                try:
-                    msg = await kc.get_shell_msg(timeout=min(0.5, left))
-                except Empty:
-                    if not await self.km.is_alive():
-                        return "died"
-                    continue
-                if msg.get("parent_header", {}).get("msg_id") == msg_id:
-                    return msg["content"]
-        except Exception:  # noqa: BLE001 - unreadable messages: the kernel is unusable
-            return "broken"
-
-    async def interrupt_and_settle(self) -> bool:
-        """Interrupt the kernel; True when it answers a request afterwards."""
-        _cancel_stray_tasks()
-        try:
-            if not await self.km.is_alive():
-                return False
-            await self.km.interrupt_kernel()
-        except Exception:  # noqa: BLE001 - a kernel that cannot be interrupted is stuck
-            return False
-        reply = await self.request({}, self.limits.settle_timeout)
-        return isinstance(reply, dict)
-
-    async def stop(self) -> None:
-        _cancel_stray_tasks()
-        try:
-            if self.client is not None and self.client.kc is not None:
-                self.client.kc.stop_channels()
-        except Exception:  # noqa: BLE001 - best effort: the process is killed next
-            pass
-        try:
-            if self.km is not None and self.km.has_kernel:
-                await self.km.shutdown_kernel(now=True)
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            if self.km is not None:
-                await self.km.cleanup_resources()
-        except Exception:  # noqa: BLE001
-            pass
-
-
-class _QuietClient(NotebookClient):
-    """Keeps only the execute reply: outputs are never needed, and a notebook that prints
-    forever must not fill the grader's memory."""
-
-    last_reply: Any = None
-
-    def output(self, outs, msg, display_id, cell_index):  # noqa: ANN001
-        return None
-
-    def handle_comm_msg(self, outs, msg, cell_index):  # noqa: ANN001
-        return None
-
-    async def _check_raise_for_error(self, cell, cell_index, exec_reply):  # noqa: ANN001
-        self.last_reply = exec_reply
-
-
-def _cancel_stray_tasks() -> None:
-    """Cancel nbclient's leftover pollers (after a timeout they keep reading iopub and
-    would steal the next cell's messages). Each submission owns its event loop."""
-    current = asyncio.current_task()
-    for task in asyncio.all_tasks():
-        if task is not current:
-            task.cancel()
 
 
 def _env_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -299,13 +160,13 @@ async def _run(path: str, plan: tuple[ExercisePlan, ...], limits: Limits,
     start = time.monotonic()
     deadline = start + limits.timeout
     try:
-        sources = read_submission(path)
+        cells = read_submission(path)
     except InvalidNotebook as exc:
         result.add("invalid_notebook", str(exc))
         return
 
     # Static look at the notebook: missing or edited check cells are worth telling.
-    checked = {check_call(s) for s in sources}
+    checked = {check_call(c.source) for c in cells}
     for ex in plan:
         if ex.id not in checked:
             result.add("tampered", f'the check("{ex.id}") cell was edited or deleted')
@@ -316,9 +177,9 @@ async def _run(path: str, plan: tuple[ExercisePlan, ...], limits: Limits,
     cwd = tempfile.mkdtemp(prefix="minijit-grade-")
     try:
         for _ in range(limits.max_kernel_starts):
-            kernel = _Kernel(limits, cwd, len(sources))
+            kernel = Kernel(limits, cwd, len(cells))
             try:
-                restart = await _attempt(kernel, sources, pending, skip, seen, limits,
+                restart = await _attempt(kernel, cells, pending, skip, seen, limits,
                                          deadline, result)
             finally:
                 await kernel.stop()
@@ -332,7 +193,7 @@ async def _run(path: str, plan: tuple[ExercisePlan, ...], limits: Limits,
         result.outcome.setdefault(ex.id, "not_run")
 
 
-async def _attempt(kernel: _Kernel, sources: list[str], pending: list[ExercisePlan],
+async def _attempt(kernel: Kernel, cells: list[SubmittedCell], pending: list[ExercisePlan],
                    skip: set[int], seen: set[int], limits: Limits, deadline: float,
                    result: RunResult) -> bool:
     """One kernel's worth of work; True when a new kernel is needed to go on."""
@@ -359,17 +220,23 @@ async def _attempt(kernel: _Kernel, sources: list[str], pending: list[ExercisePl
         result.add("grader_error", "the new kernel did not answer")
         return False
 
-    for i, source in enumerate(sources):
+    sources = [c.source for c in cells]
+    for i, cell in enumerate(cells):
         if i in skip:
             continue
         if out_of_time():
             return False
-        outcome, detail = await kernel.run_cell(i, source, min(limits.cell_timeout, left()))
+        outcome, detail = await kernel.run_cell(i, cell.source,
+                                                min(limits.cell_timeout, left()))
         label = _label(sources, i)
         first = i not in seen  # a replayed cell's error was reported the first time
         seen.add(i)
         if outcome == "error" and first:
-            result.add("error", f"{label}: {detail}")
+            if cell.expects_error:
+                result.add(NOTE, f"{label}: raised {detail.split(':')[0]}, as its "
+                                 "raises-exception tag says")
+            else:
+                result.add("error", f"{label}: {detail}")
         elif outcome == "not_attempted" and first:
             result.add(NOTE, f"{label}: not attempted")
         elif outcome == "timeout":
@@ -434,7 +301,7 @@ async def _attempt(kernel: _Kernel, sources: list[str], pending: list[ExercisePl
     return False
 
 
-async def _environment(kernel: _Kernel, timeout: float) -> dict[str, Any] | None:
+async def _environment(kernel: Kernel, timeout: float) -> dict[str, Any] | None:
     nonce = new_nonce()
     reply = await kernel.request({_key(nonce): expression((), nonce)}, timeout)
     if not isinstance(reply, dict):

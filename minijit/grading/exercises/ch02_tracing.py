@@ -106,10 +106,11 @@ PRINT_CALLS = [((3,), "float64"), ((3,), "float64"), ((4,), "float64"), ((3,), "
 def _measure_prints(calls) -> int:
     """Run the calls on a fresh jitted function with a print in it; count the lines."""
     import minijit as mj
+    import minijit.numpy as mnp
 
-    def noisy(x):
+    def noisy(x):  # as in the notebook
         print("tracing noisy")
-        return x * 2
+        return mnp.abs(x) * 2
 
     f = mj.jit(noisy)
     _, text = printed(lambda: [f(np.ones(shape, dtype)) for shape, dtype in calls])

@@ -20,25 +20,17 @@ from minijit.grading.probing import get
 # ------------------------------------------------------------------------ ex04_static_args
 
 
-def _jitted(ns, name):
+def probe_static_args(ns, name, x, static_values, keyword):
     f = get(ns, name)
     if not hasattr(f, "trace_count") or not hasattr(f, "clear_cache"):
         raise TypeError(f"{name} must be a function made by mj.jit(...)")
     f.clear_cache()  # only the probe's own calls count
-    return f, f.trace_count
-
-
-def probe_static_argnums(ns, x, ns_values):
-    f, before = _jitted(ns, "sum_first_jit")
+    before = f.trace_count
     x = np.asarray(x, dtype=np.float64)
-    values = [np.asarray(f(x, n)) for n in ns_values]
-    return {"values": values, "traces": f.trace_count - before}
-
-
-def probe_static_argnames(ns, x, times_values):
-    f, before = _jitted(ns, "repeat_add_jit")
-    x = np.asarray(x, dtype=np.float64)
-    values = [np.asarray(f(x, times=t)) for t in times_values]
+    if keyword:
+        values = [np.asarray(f(x, **{keyword: v})) for v in static_values]
+    else:
+        values = [np.asarray(f(x, v)) for v in static_values]
     return {"values": values, "traces": f.trace_count - before}
 
 
@@ -102,18 +94,19 @@ EXERCISES = [
         hint=("range(n) needs a concrete Python int, but a jitted function traces its "
               "arguments. Mark n static: mj.jit(sum_first, static_argnums=1), and times by "
               "name: mj.jit(repeat_add, static_argnames=\"times\")."),
-        probe=probe_static_argnums,
+        probe=probe_static_args,
         reference=_reference_static_args,
         public=(
-            Case("sum_first_jit, n = 2, 2, 4", ([1.0, 2.0, 3.0, 4.0], [2, 2, 4])),
-            Case("repeat_add_jit, times = 3, 3", ([1.0, -1.0], [3, 3]),
-                 probe=probe_static_argnames),
+            Case("sum_first_jit, n = 2, 2, 4",
+                 ("sum_first_jit", [1.0, 2.0, 3.0, 4.0], [2, 2, 4], None)),
+            Case("repeat_add_jit, times = 3, 3",
+                 ("repeat_add_jit", [1.0, -1.0], [3, 3], "times")),
         ),
         hidden=(
-            Case("sum_first_jit, n = 1, 3, 1, 3, 5", ([0.5, 1.5, 2.5, 3.5, 4.5],
-                                                     [1, 3, 1, 3, 5])),
-            Case("repeat_add_jit, times = 1, 2, 5, 2", ([2.0, 0.25, -3.0], [1, 2, 5, 2]),
-                 probe=probe_static_argnames),
+            Case("sum_first_jit, n = 1, 3, 1, 3, 5",
+                 ("sum_first_jit", [0.5, 1.5, 2.5, 3.5, 4.5], [1, 3, 1, 3, 5], None)),
+            Case("repeat_add_jit, times = 1, 2, 5, 2",
+                 ("repeat_add_jit", [2.0, 0.25, -3.0], [1, 2, 5, 2], "times")),
         ),
         error_hints={
             "TracerIntegerConversionError": (

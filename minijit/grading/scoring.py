@@ -1,0 +1,167 @@
+"""Expected values and scores: everything about a grade that is decided in trusted code.
+
+:func:`build_plan` runs each case's probe on the exercise's reference solution, here in the
+grader's process, and keeps the expected values; the kernels only ever receive the probes
+(:class:`~minijit.grading.runner.ExercisePlan`). :func:`score_exercise` compares what a
+kernel sent back with those values, on plain data (:func:`minijit.grading.cases.compare`).
+
+An exercise earns ``points * passed cases / all cases``, public and hidden together,
+rounded to 2 decimals: partial credit, but a hard-coded answer to the public cases still
+fails the hidden ones. An exercise whose tests could not run (a timeout, a dead kernel, an
+unreadable answer) fails all its cases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .cases import Case, Exercise, compare, probe_source
+from .channel import ProbeCall
+from .probing import run_probe
+from .runner import ExercisePlan, RunResult
+
+
+class GradingSetupError(RuntimeError):
+    """The exercises or options are wrong (an instructor's mistake): nothing was graded."""
+
+
+# ----------------------------------------------------------------------------------------
+# Plan: what every kernel runs, and what we expect back (kept in this process)
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseInfo:
+    exercise: Exercise
+    case: Case
+    public: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    exercises: tuple[Exercise, ...]
+    probes: tuple[ExercisePlan, ...]
+    expected: dict[str, Any]
+    cases: dict[str, CaseInfo]
+
+
+def build_plan(exercises: Sequence[Exercise],
+               extra_hidden: dict[str, tuple[Case, ...]] | None = None) -> Plan:
+    """Probe calls and expected values for ``exercises``; raises GradingSetupError when a
+    reference solution fails or a probe cannot be shipped."""
+    extra_hidden = extra_hidden or {}
+    probes, expected, infos = [], {}, {}
+    for ex in exercises:
+        try:
+            reference = ex.reference()
+        except Exception as exc:  # noqa: BLE001 - reported with the exercise's name
+            raise GradingSetupError(f"{ex.id}: the reference solution failed: {exc!r}") from exc
+        calls = []
+        for key, case, public in ex.cases(extra_hidden.get(ex.id, ())):
+            probe = ex.probe_for(case)
+            try:
+                source, name = probe_source(probe)
+            except (TypeError, OSError) as exc:
+                raise GradingSetupError(f"{key} ({case.name}): {exc}") from exc
+            if case.has_literal_expected:
+                expected[key] = case.expected
+            else:
+                expected[key] = run_probe(probe, reference, case.args)
+                if isinstance(expected[key], dict) and "__error__" in expected[key]:
+                    err = expected[key]["__error__"]
+                    raise GradingSetupError(
+                        f"{key} ({case.name}): the reference raised {err['type']}: "
+                        f"{err['message']}; give the case a literal expected=raises(...) if "
+                        "raising is the point")
+            calls.append(ProbeCall(key, source, name, tuple(case.args)))
+            infos[key] = CaseInfo(ex, case, public)
+        probes.append(ExercisePlan(ex.id, tuple(calls)))
+    return Plan(tuple(exercises), tuple(probes), expected, infos)
+
+
+# ----------------------------------------------------------------------------------------
+# Scoring
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FailedCase:
+    name: str
+    expected: Any
+    got: Any
+    reason: str
+    hint: str
+
+
+@dataclass
+class ExerciseScore:
+    exercise: Exercise
+    points: float = 0.0
+    public: tuple[int, int] = (0, 0)  # (passed, total)
+    hidden: tuple[int, int] = (0, 0)
+    failed_public: list[FailedCase] = field(default_factory=list)
+    outcome: str = "ran"
+
+
+OUTCOME_WORDS = {
+    "timeout": "its tests ran past the time limit",
+    "kernel_died": "the kernel died while it was tested",
+    "tampered": "the notebook interfered with the grader's request",
+    "not_run": "it was not tested (the submission stopped earlier)",
+}
+
+
+def score_exercise(ex: Exercise, plan: Plan, run: RunResult) -> ExerciseScore:
+    outcome = run.outcome.get(ex.id, "not_run")
+    sc = ExerciseScore(ex, outcome=outcome)
+    passed = {True: 0, False: 0}
+    totals = {True: 0, False: 0}
+    for key, info in plan.cases.items():
+        if info.exercise.id != ex.id:
+            continue
+        totals[info.public] += 1
+        got = run.results.get(key) if outcome == "ran" else None
+        if outcome == "ran" and key in run.results:
+            reason = compare(plan.expected[key], got, info.case.rtol, info.case.atol)
+        else:
+            reason = OUTCOME_WORDS.get(outcome, "no result came back")
+        if reason is None:
+            passed[info.public] += 1
+        elif info.public:
+            sc.failed_public.append(FailedCase(info.case.name, plan.expected[key], got,
+                                               reason, ex.hint_for(info.case, got)))
+    n = totals[True] + totals[False]
+    sc.points = round(ex.points * (passed[True] + passed[False]) / n, 2) if n else 0.0
+    sc.public = (passed[True], totals[True])
+    sc.hidden = (passed[False], totals[False])
+    return sc
+
+
+@dataclass
+class Row:
+    student: str
+    path: Path
+    scores: dict[str, ExerciseScore]
+    status: str
+    seconds: float
+    events: list[Any]
+
+    @property
+    def total(self) -> float:
+        return round(sum(s.points for s in self.scores.values()), 2)
+
+    @property
+    def max_total(self) -> float:
+        return round(sum(s.exercise.points for s in self.scores.values()), 2)
+
+    @property
+    def detail(self) -> str:
+        return "; ".join(e.message for e in self.events)
+
+
+def make_row(student: str, path: Path, plan: Plan, run: RunResult) -> Row:
+    scores = {ex.id: score_exercise(ex, plan, run) for ex in plan.exercises}
+    return Row(student, path, scores, run.status, run.seconds, list(run.events))
