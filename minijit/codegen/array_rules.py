@@ -1,0 +1,192 @@
+"""Code generation for structural primitives: reshapes, slices, padding, dot (chapter 08).
+
+Each rule `rule(lo, eqn, args, outs)` writes statements through the `Lowering` `lo`: `args`
+are the operands' expressions, `outs` the names its results get. Every rule leaves a fresh,
+C-contiguous array (or a view that nothing modifies), so later rules can rely on the layout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijit import primitives as P
+from minijit.codegen.scalar_rules import cast, dtype_name, literal
+
+
+def _shape(v) -> tuple:
+    return tuple(v.aval.shape)
+
+
+def _empty(v) -> str:
+    return f"np.empty({_shape(v)}, np.{dtype_name(v.aval.dtype)})"
+
+
+def _as_array(lo, a, expr: str) -> str:
+    """An array expression for an operand (a rank-0 operand becomes a 0-d array)."""
+    if a.aval.shape:
+        return expr
+    return f"np.full((), {expr}, np.{dtype_name(a.aval.dtype)})"
+
+
+def _reshape(lo, eqn, args, outs):
+    (x,), (o,) = eqn.invars, eqn.outvars
+    if not _shape(o):
+        lo.line(f"{outs[0]} = {args[0]}.ravel()[0]" if _shape(x) else f"{outs[0]} = {args[0]}")
+    elif not _shape(x):
+        lo.line(f"{outs[0]} = np.full({_shape(o)}, {args[0]}, "
+                f"np.{dtype_name(o.aval.dtype)})")
+    else:
+        lo.line(f"{outs[0]} = {args[0]}.reshape({_shape(o)})")
+
+
+def _transpose(lo, eqn, args, outs):
+    perm = tuple(eqn.params["permutation"])
+    lo.line(f"{outs[0]} = np.ascontiguousarray({args[0]}.transpose({perm}))")
+
+
+def _slices(starts, limits, strides=None) -> str:
+    strides = strides or (1,) * len(starts)
+    parts = [f"{s}:{e}" + (f":{st}" if st != 1 else "") for s, e, st in
+             zip(starts, limits, strides)]
+    return ", ".join(parts)
+
+
+def _slice(lo, eqn, args, outs):
+    p = eqn.params
+    sub = _slices(p["start_indices"], p["limit_indices"], p["strides"])
+    lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
+
+
+def _rev(lo, eqn, args, outs):
+    dims = set(eqn.params["dimensions"])
+    sub = ", ".join("::-1" if k in dims else ":" for k in range(len(_shape(eqn.invars[0]))))
+    lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
+
+
+def _squeeze(lo, eqn, args, outs):
+    o = eqn.outvars[0]
+    if not _shape(o):
+        lo.line(f"{outs[0]} = {args[0]}.ravel()[0]")
+    else:
+        lo.line(f"{outs[0]} = {args[0]}.reshape({_shape(o)})")
+
+
+def _concatenate(lo, eqn, args, outs):
+    o, dim = eqn.outvars[0], eqn.params["dimension"]
+    lo.line(f"{outs[0]} = {_empty(o)}")
+    offset = 0
+    for a, expr in zip(eqn.invars, args):
+        n = _shape(a)[dim]
+        sub = ", ".join(f"{offset}:{offset + n}" if k == dim else ":" for k in
+                        range(len(_shape(o))))
+        lo.line(f"{outs[0]}[{sub}] = {expr}")
+        offset += n
+
+
+def _pad(lo, eqn, args, outs):
+    x, o = eqn.invars[0], eqn.outvars[0]
+    lo.line(f"{outs[0]} = np.full({_shape(o)}, {args[1]}, np.{dtype_name(o.aval.dtype)})")
+    if 0 in _shape(x):
+        return
+    sub = ", ".join(
+        f"{lo_}:{lo_ + d + max(d - 1, 0) * i}:{i + 1}"
+        for d, (lo_, _, i) in zip(_shape(x), eqn.params["padding_config"]))
+    lo.line(f"{outs[0]}[{sub}] = {args[0]}")
+
+
+def _clamped(lo, x_shape, sizes, starts) -> list[str]:
+    names = []
+    for k, (s, d, n) in enumerate(zip(starts, x_shape, sizes)):
+        lo.line(f"_s{k} = min(max({s}, 0), {d - n})")
+        names.append(f"_s{k}")
+    return names
+
+
+def _dynamic_slice(lo, eqn, args, outs):
+    x, sizes = eqn.invars[0], eqn.params["slice_sizes"]
+    s = _clamped(lo, _shape(x), sizes, args[1:])
+    sub = ", ".join(f"{a}:{a} + {n}" for a, n in zip(s, sizes))
+    lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
+
+
+def _dynamic_update_slice(lo, eqn, args, outs):
+    x, u = eqn.invars[0], eqn.invars[1]
+    s = _clamped(lo, _shape(x), _shape(u), args[2:])
+    lo.line(f"{outs[0]} = {args[0]}.copy()")
+    sub = ", ".join(f"{a}:{a} + {n}" for a, n in zip(s, _shape(u)))
+    lo.line(f"{outs[0]}[{sub}] = {_as_array(lo, u, args[1])}")
+
+
+def _iota(lo, eqn, args, outs):
+    o, dim = eqn.outvars[0], eqn.params["dimension"]
+    shape = _shape(o)
+    lo.line(f"{outs[0]} = {_empty(o)}")
+    idx = [f"i{k}" for k in range(len(shape))]
+    for k, d in enumerate(shape):
+        lo.line(f"for {idx[k]} in range({d}):")
+        lo.indent += 1
+    lo.line(f"{outs[0]}[{', '.join(idx)}] = {cast(idx[dim], o.aval.dtype)}")
+    lo.indent -= len(shape)
+
+
+def _argminmax(lo, eqn, args, outs):
+    x, o = eqn.invars[0], eqn.outvars[0]
+    (axis,) = eqn.params["axes"]
+    shape = _shape(x)
+    perm = tuple(k for k in range(len(shape)) if k != axis) + (axis,)
+    rows = int(np.prod([shape[k] for k in perm[:-1]], dtype=np.int64))
+    op = ">" if eqn.primitive is P.argmax_p else "<"
+    t, r, best, at = (f"_{n}_{outs[0]}" for n in ("rows", "r", "best", "at"))
+    lo.line(f"{t} = np.ascontiguousarray({args[0]}.transpose({perm})).reshape(({rows}, "
+            f"{shape[axis]}))")
+    lo.line(f"{r} = np.empty({rows}, np.{dtype_name(o.aval.dtype)})")
+    lo.line(f"for _i in range({rows}):")
+    lo.line(f"    {best} = {t}[_i, 0]")
+    lo.line(f"    {at} = 0")
+    lo.line(f"    for _k in range(1, {shape[axis]}):")
+    lo.line(f"        if ({t}[_i, _k] {op} {best} or {t}[_i, _k] != {t}[_i, _k]) "
+            f"and {best} == {best}:")
+    lo.line(f"            {best} = {t}[_i, _k]")
+    lo.line(f"            {at} = _k")
+    lo.line(f"    {r}[_i] = {at}")
+    lo.line(f"{outs[0]} = {r}.reshape({_shape(o)})" if _shape(o) else f"{outs[0]} = {r}[0]")
+
+
+def _dot_general(lo, eqn, args, outs):
+    lhs, rhs = eqn.invars
+    o = eqn.outvars[0]
+    (lc, rc), _ = eqn.params["dimension_numbers"]
+    a, b = args
+    if len(_shape(lhs)) == 2 and lc == (0,):
+        a = f"np.ascontiguousarray({a}.T)"
+    if len(_shape(rhs)) == 2 and rc == (1,):
+        b = f"np.ascontiguousarray({b}.T)"
+    if o.aval.dtype.kind == "f":
+        lo.line(f"{outs[0]} = np.dot({a}, {b})")
+        return
+    # Integers and bools: BLAS has no integer routines, so loop.
+    ta, tb, r, acc = (f"_{n}_{outs[0]}" for n in ("a", "b", "r", "acc"))
+    ra, rb = len(_shape(lhs)), len(_shape(rhs))
+    m = f"{a}.shape[0]" if ra == 2 else "1"
+    n = f"{b}.shape[1]" if rb == 2 else "1"
+    lo.line(f"{ta} = np.ascontiguousarray({a}).reshape(({m}, {a}.shape[-1]))")
+    lo.line(f"{tb} = np.ascontiguousarray({b}).reshape(({b}.shape[0], {n}))")
+    lo.line(f"{r} = np.zeros(({m}, {n}), np.{dtype_name(o.aval.dtype)})")
+    lo.line(f"for _i in range({ta}.shape[0]):")
+    lo.line(f"    for _j in range({tb}.shape[1]):")
+    lo.line(f"        {acc} = {literal(0, o.aval.dtype)}")
+    lo.line(f"        for _k in range({ta}.shape[1]):")
+    combine = (f"{acc} = {acc} or ({ta}[_i, _k] and {tb}[_k, _j])" if o.aval.dtype == np.bool_
+               else f"{acc} = {cast(f'{acc} + {ta}[_i, _k] * {tb}[_k, _j]', o.aval.dtype)}")
+    lo.line(f"            {combine}")
+    lo.line(f"        {r}[_i, _j] = {acc}")
+    lo.line(f"{outs[0]} = {r}.reshape({_shape(o)})" if _shape(o) else f"{outs[0]} = {r}[0, 0]")
+
+
+ARRAY_RULES = {
+    P.reshape_p: _reshape, P.transpose_p: _transpose, P.slice_p: _slice, P.rev_p: _rev,
+    P.squeeze_p: _squeeze, P.concatenate_p: _concatenate, P.pad_p: _pad,
+    P.dynamic_slice_p: _dynamic_slice, P.dynamic_update_slice_p: _dynamic_update_slice,
+    P.iota_p: _iota, P.argmax_p: _argminmax, P.argmin_p: _argminmax,
+    P.dot_general_p: _dot_general,
+}

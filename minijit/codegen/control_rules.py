@@ -1,0 +1,203 @@
+"""Code generation for control flow: native `if`, `while`, `for`, and callbacks (chapter 08).
+
+A sub-Jaxpr (a branch, a loop body) is written inline: its inputs are bound to the operands'
+names, its statements follow, and its outputs are assigned to the equation's results. Loop
+carries are assigned simultaneously (`a, b = new_a, new_b`) and typed exactly, so Numba sees
+one type per variable. An escape-time `fori_loop` is interchanged (see `interchangeable`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijit import primitives as P
+from minijit.codegen.array_rules import _empty, _shape
+from minijit.codegen.scalar_rules import cast, literal
+from minijit.control_flow import cond_p, fori_loop_p, scan_p, while_p
+from minijit.core import ELEMENTWISE
+from minijit.debug import debug_callback_p
+from minijit.ir import Eqn, Jaxpr, Lit
+from minijit.passes.fuse_elementwise import fused_p
+
+
+def _cond(lo, eqn, args, outs):
+    index, *ops = args
+    branches = eqn.params["branches"]
+    for k, branch in enumerate(branches):
+        head = "if" if k == 0 else "elif"
+        lo.line("else:" if k == len(branches) - 1 and k else f"{head} {index} == {k}:")
+        lo.indent += 1
+        lo.bind_inputs(branch, ops)
+        lo.jaxpr_body(branch)
+        lo.assign_outputs(branch, outs)
+        lo.indent -= 1
+
+
+def _while(lo, eqn, args, outs):
+    p = eqn.params
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
+    for o, v, a in zip(outs, init, eqn.invars[nc + nb:]):
+        lo.line(f"{o} = {cast(v, a.aval.dtype) if not a.aval.shape else v}")
+    lo.line("while True:")
+    lo.indent += 1
+    lo.bind_inputs(p["cond_jaxpr"], [*cond_consts, *outs])
+    lo.jaxpr_body(p["cond_jaxpr"])
+    lo.line(f"if not {lo.atom(p['cond_jaxpr'].outvars[0])}:")
+    lo.line("    break")
+    lo.bind_inputs(p["body_jaxpr"], [*body_consts, *outs])
+    lo.jaxpr_body(p["body_jaxpr"])
+    lo.assign_outputs(p["body_jaxpr"], outs)
+    lo.indent -= 1
+
+
+def _elementwise_body(body: Jaxpr) -> bool:
+    """Is every equation of the loop body elementwise (or an elementwise kernel)?"""
+    return all(
+        (e.primitive in ELEMENTWISE or e.primitive is P.broadcast_in_dim_p
+         or (e.primitive is fused_p and e.params["kind"] == "elementwise"))
+        and not e.primitive.effectful for e in body.eqns)
+
+
+def _has_mask(body: Jaxpr) -> bool:
+    eqns = [k for e in body.eqns for k in (e.params["jaxpr"].eqns if e.primitive is fused_p
+                                             else (e,))]
+    return any(e.primitive is P.select_n_p for e in eqns)
+
+
+def interchangeable(eqn: Eqn) -> bool:
+    """The rule for loop interchange (an escape-time loop, such as Mandelbrot's):
+    a fori_loop whose body is elementwise, whose carries all have one shape S (rank >= 1),
+    whose array constants have shape S or broadcast to it, and whose body has a masked
+    update (`where`/`select_n`), the sign that elements settle at different iterations.
+    Such a loop runs one element at a time, in registers, and each element leaves the loop as
+    soon as its state stops changing. Without a mask (Newton's method) every element needs
+    every iteration, and the array loop stays innermost, where it vectorises."""
+    body = eqn.params["body_jaxpr"]
+    carries = eqn.outvars
+    shapes = {v.aval.shape for v in carries}
+    if len(shapes) != 1 or not next(iter(shapes)):
+        return False
+    (shape,) = shapes
+    consts = body.invars[:eqn.params["body_nconsts"]]
+    return (_elementwise_body(body) and _has_mask(body)
+            and all(c.aval.shape in ((), shape) or _broadcasts(c.aval.shape, shape)
+                    for c in consts))
+
+
+def _broadcasts(small, shape) -> bool:
+    return len(small) <= len(shape) and all(
+        a in (1, b) for a, b in zip(small[::-1], shape[::-1]))
+
+
+def _fori_interchanged(lo, eqn, args, outs):
+    from minijit.codegen.kernels import emit_elements
+
+    p = eqn.params
+    lower, upper, *rest = args
+    nc = p["body_nconsts"]
+    consts, init = rest[:nc], rest[nc:]
+    body = p["body_jaxpr"]
+    shape = eqn.outvars[0].aval.shape
+    idx = [f"i{k}" for k in range(len(shape))]
+    index = ", ".join(idx)
+    const_vars, index_var, carry_vars = body.invars[:nc], body.invars[nc], body.invars[nc + 1:]
+    uses_index = any(a is index_var for e in body.eqns for a in e.invars) or any(
+        a is index_var for a in body.outvars)
+    lo.line("# interchanged: each element runs the whole loop in registers")
+    for o, v in zip(outs, eqn.outvars):
+        lo.line(f"{o} = {_empty(v)}")
+    for k, d in enumerate(shape):
+        lo.line(f"for {idx[k]} in range({d}):")
+        lo.indent += 1
+    env = {}
+    for v, expr in zip(const_vars, consts):
+        if v.aval.shape == shape:
+            lo.line(f"{lo.name(v)} = {expr}[{index}]")
+            env[id(v)] = lo.name(v)
+        else:
+            env[id(v)] = expr  # a scalar, or an array read through broadcast_in_dim
+    for v, expr in zip(carry_vars, init):
+        lo.line(f"{lo.name(v)} = {expr}[{index}]")
+        env[id(v)] = lo.name(v)
+    lo.line(f"for {lo.name(index_var)} in range({lower}, {upper}):")
+    lo.indent += 1
+    env[id(index_var)] = lo.name(index_var)
+    if index_var.aval.dtype != np.int64:
+        lo.line(f"{lo.name(index_var)} = {cast(lo.name(index_var), index_var.aval.dtype)}")
+    emit_elements(lo, body.eqns, env, idx, lo.name)
+    new = [literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+           for a in body.outvars]
+    if not uses_index:
+        # A fixed point: the same state gives the same next state, so stop here.
+        same = " and ".join(_identical(n, lo.name(c), c.aval.dtype)
+                            for n, c in zip(new, carry_vars))
+        lo.line(f"if {same}:")
+        lo.line("    break")
+    lo.line(f"{', '.join(lo.name(c) for c in carry_vars)} = {', '.join(new)}")
+    lo.indent -= 1
+    for o, c in zip(outs, carry_vars):
+        lo.line(f"{o}[{index}] = {lo.name(c)}")
+    lo.indent -= len(shape)
+
+
+def _identical(a: str, b: str, dtype) -> str:
+    """`a` and `b` are the same value (for floats, -0.0 and 0.0 differ)."""
+    if np.dtype(dtype).kind == "f":
+        return f"({a} == {b} and np.signbit({a}) == np.signbit({b}))"
+    return f"{a} == {b}"
+
+
+def _fori_loop(lo, eqn, args, outs):
+    if interchangeable(eqn):
+        return _fori_interchanged(lo, eqn, args, outs)
+    p = eqn.params
+    lower, upper, *rest = args
+    consts, init = rest[:p["body_nconsts"]], rest[p["body_nconsts"]:]
+    for o, v, a in zip(outs, init, eqn.invars[2 + p["body_nconsts"]:]):
+        lo.line(f"{o} = {cast(v, a.aval.dtype) if not a.aval.shape else v}")
+    body = p["body_jaxpr"]
+    index_var = body.invars[len(consts)]
+    lo.line(f"for {lo.name(index_var)} in range({lower}, {upper}):")
+    lo.indent += 1
+    lo.bind_inputs(Jaxpr((), body.invars[:len(consts)], (), ()), consts)
+    if index_var.aval.dtype != np.int64:
+        lo.line(f"{lo.name(index_var)} = {cast(lo.name(index_var), index_var.aval.dtype)}")
+    lo.bind_inputs(Jaxpr((), body.invars[len(consts) + 1:], (), ()), outs)
+    lo.jaxpr_body(body)
+    lo.assign_outputs(body, outs)
+    lo.indent -= 1
+
+
+def _scan(lo, eqn, args, outs):
+    p = eqn.params
+    nc, nk, n = p["num_consts"], p["num_carry"], p["length"]
+    body = p["jaxpr"]
+    consts, init, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+    for o, v, a in zip(outs[:nk], init, eqn.invars[nc:nc + nk]):
+        lo.line(f"{o} = {cast(v, a.aval.dtype) if not a.aval.shape else v}")
+    ys = outs[nk:]
+    for y, v in zip(ys, eqn.outvars[nk:]):
+        lo.line(f"{y} = {_empty(v)}")
+    lo.line(f"for _t in range({n}):")
+    lo.indent += 1
+    x_exprs = [f"{x}[_t]" if len(_shape(a)) > 1 else f"{x}[_t]" for x, a in
+               zip(xs, eqn.invars[nc + nk:])]
+    lo.bind_inputs(body, [*consts, *outs[:nk], *x_exprs])
+    lo.jaxpr_body(body)
+    carry_out = Jaxpr((), (), (), body.outvars[:nk])
+    lo.assign_outputs(carry_out, outs[:nk])
+    for y, a in zip(ys, body.outvars[nk:]):
+        lo.line(f"{y}[_t] = {lo.atom(a)}")
+    lo.indent -= 1
+
+
+def _debug_callback(lo, eqn, args, outs):
+    name = f"_callback{len(lo.callbacks)}"
+    lo.callbacks[name] = eqn.params["callback"]
+    lo.line("with numba.objmode():")
+    lo.line(f"    {name}({', '.join(args)})")
+
+
+CONTROL_RULES = {cond_p: _cond, while_p: _while, fori_loop_p: _fori_loop, scan_p: _scan,
+                 debug_callback_p: _debug_callback}
