@@ -1,0 +1,669 @@
+"""Chapter 07 (the optimizer): three passes and a rule, graded inside minijit's own pipeline.
+
+Every probe traces a hidden program (its source is the case's text, run with ``exec``),
+runs the learner's code where minijit's would run (``run_passes`` typechecks after each
+pass), and returns the values the optimized program computes with ``mj.eval_jaxpr``, the
+text its ``debug.print`` calls printed, and the property the pass promises, measured on the
+result:
+
+- ``ex07_fold`` (build): ``my_fold(jaxpr)`` folds ``add/sub/mul/neg/exp`` equations whose
+  inputs are all literals, in sub-Jaxprs too. Graded with ``run_passes(closed,
+  [jaxpr_pass(my_fold), dce])``; property: no such equation left anywhere.
+- ``ex07_rule`` (extend a table): ``sub_self(eqn)``, the rule ``x - x -> 0`` for integers.
+  Installed with ``rule_for`` into a copy of ``RULES`` (minijit's own rules plus this one,
+  restored afterwards) and run through ``simplify``; property: how many ``sub x x`` are left
+  (none for integers, all of them for floats, where ``inf - inf`` is NaN).
+- ``ex07_cse`` (build): ``my_cse(jaxpr)``. Graded with ``run_passes(closed,
+  [jaxpr_pass(my_cse)])``, some programs with an equation duplicated by hand (a ``cond`` with
+  two outputs, a ``cond`` whose branch prints, a ``debug.print``); property: at every level,
+  no two remaining equations without effects share minijit's ``eqn_key``.
+- ``ex07_may_fuse`` (a written rule): ``may_fuse(eqn)``, rule 1 of ``fuse_elementwise``.
+  Compared with minijit's answer on every equation of hidden programs (sub-Jaxprs included),
+  then patched into ``fuse_elementwise`` (restored afterwards): the kernels it builds and the
+  values must match.
+
+No probe runs the default pipeline or ``mj.jit``: a notebook's broken rule left in ``RULES``
+would otherwise fail exercises that have nothing to do with it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijit.grading.cases import Case, Exercise
+from minijit.grading.probing import get, printed
+
+# ------------------------------------------------------------------------ ex07_fold
+
+
+def probe_fold(ns, source, args):
+    import minijit as mj
+    import minijit.numpy as mnp
+    from minijit import lax
+    from minijit.ir import Jaxpr, Lit, pp_eqn_alone, subjaxprs
+    from minijit.passes import dce, run_passes
+    from minijit.passes.rewrite import jaxpr_pass
+
+    fold = get(ns, "my_fold")
+
+    def my_fold(jaxpr, const_values):
+        out = fold(jaxpr)
+        if not isinstance(out, Jaxpr):
+            raise TypeError(f"my_fold must return a Jaxpr, got {type(out).__name__}")
+        return out
+
+    scope = {"np": np, "mj": mj, "mnp": mnp, "lax": lax}
+    exec(source, scope)  # a program from the case list (trusted text, not the learner's)
+    arrays = [np.asarray(value, dtype=dtype) for value, dtype in args]
+    closed = mj.make_jaxpr(scope["f"])(*arrays)
+    with np.errstate(all="ignore"):
+        folded = run_passes(closed, [jaxpr_pass(my_fold), dce])
+        values, text = printed(mj.eval_jaxpr, folded.jaxpr, folded.consts, *arrays)
+    left = []
+
+    def walk(jaxpr):
+        for e in jaxpr.eqns:
+            if e.primitive.name in ("add", "sub", "mul", "neg", "exp") and all(
+                    isinstance(a, Lit) for a in e.invars):
+                left.append(pp_eqn_alone(e))
+            for sub in subjaxprs(e):
+                walk(sub)
+
+    walk(folded.jaxpr)
+    return {"values": [np.asarray(v) for v in values], "printed": text,
+            "left_to_fold": left}
+
+
+def _reference_fold():
+    from dataclasses import replace
+
+    import minijit as mj
+    from minijit import primitives as P
+    from minijit.core import impl_rules
+    from minijit.passes.rewrite import map_subjaxprs
+
+    foldable = {P.add_p, P.sub_p, P.mul_p, P.neg_p, P.exp_p}
+
+    def my_fold(jaxpr):
+        known = {}  # id(Var) -> the Lit that replaces it
+
+        def read(a):
+            return known.get(id(a), a) if isinstance(a, mj.Var) else a
+
+        eqns = []
+        for eqn in jaxpr.eqns:
+            eqn = replace(eqn, invars=tuple(read(a) for a in eqn.invars))
+            eqn = map_subjaxprs(eqn, my_fold)
+            if eqn.primitive in foldable and all(isinstance(a, mj.Lit) for a in eqn.invars):
+                values = [np.asarray(a.val, dtype=a.aval.dtype) for a in eqn.invars]
+                with np.errstate(all="ignore"):
+                    (value,) = impl_rules[eqn.primitive](*values, **eqn.params)
+                (out,) = eqn.outvars
+                known[id(out)] = mj.Lit(np.asarray(value, dtype=out.aval.dtype).item(), out.aval)
+            else:
+                eqns.append(eqn)
+        return mj.Jaxpr(jaxpr.constvars, jaxpr.invars, tuple(eqns),
+                        tuple(read(a) for a in jaxpr.outvars))
+
+    return {"my_fold": my_fold}
+
+
+def _program(label: str, source: str, *args, hint: str | None = None) -> Case:
+    """A case: `source` defines `f`; args are (values, dtype) pairs, values JSON-like."""
+    return Case(label, (source, [list(a) for a in args]), hint=hint)
+
+
+_F3 = ([0.5, -1.25, 2.0], "float64")
+
+_FOLD_PUBLIC = (
+    _program("a chain: exp(add(1.0, 2.0)) and neg(3.0)",
+             "def f(x):\n    return x * mnp.exp(mnp.add(1.0, 2.0)) - mnp.negative(3.0)", _F3),
+    _program("inside a fori_loop body",
+             "def f(x):\n    return lax.fori_loop(0, 3, lambda i, y: y * mnp.negative(0.5)"
+             " + mnp.exp(mnp.multiply(2.0, 0.25)), x)", _F3),
+    _program("x + 1.0 stays: one input is not a literal",
+             "def f(x):\n    return mnp.sin(x + 1.0) * x", _F3),
+)
+
+_FOLD_HIDDEN = (
+    _program("an output that is a constant",
+             "def f(x):\n    return x * 2.0, mnp.exp(0.0) + mnp.subtract(1.0, 3.0)", _F3),
+    _program("int32 overflow wraps around, as in NumPy",
+             "def f(x):\n    return x + mnp.multiply(np.int32(2**20), np.int32(2**20)) "
+             "+ mnp.multiply(np.int32(70000), np.int32(70000))",
+             ([1, 2, 3], "int32"),
+             hint=("Compute with NumPy at the literals' dtype (np.asarray(lit.val, "
+                   "lit.aval.dtype)) and impl_rules, not with Python numbers: Python ints "
+                   "never overflow, so 2**20 * 2**20 does not fit an int32 literal.")),
+    _program("uint8: 3 - 5 wraps around to 254",
+             "def f(x):\n    return x + mnp.subtract(np.uint8(3), np.uint8(5))",
+             ([1, 2], "uint8"),
+             hint=("Compute with NumPy at the literals' dtype (np.asarray(lit.val, "
+                   "lit.aval.dtype)) and impl_rules: unsigned integers wrap around.")),
+    _program("exp of a large constant is inf, not an error",
+             "def f(x):\n    return x + mnp.exp(1000.0) * 0.5 + mnp.exp(-1000.0)", _F3,
+             hint=("math.exp(1000.0) raises OverflowError; NumPy's exp (impl_rules) returns "
+                   "inf, which is what the program computes without folding.")),
+    _program("float32",
+             "def f(x):\n    return x * mnp.exp(np.float32(0.5)) + mnp.negative(np.float32(2.5))",
+             ([1.0, 2.0], "float32")),
+    _program("in both branches of a cond",
+             "def f(p, x):\n    return lax.cond(p, lambda x: x * mnp.exp(2.0), "
+             "lambda x: x - mnp.negative(mnp.add(1.0, 1.0)), x)",
+             (True, "bool"), _F3),
+    _program("a cond inside a fori_loop",
+             "def f(x):\n    return lax.fori_loop(0, 2, lambda i, y: lax.cond(i > 0, "
+             "lambda y: y * mnp.add(0.5, 0.25), lambda y: y + mnp.exp(mnp.negative(1.0)), y), x)",
+             _F3),
+    _program("a loop body whose output is a constant",
+             "def f(x):\n    return lax.fori_loop(0, 3, lambda i, y: mnp.exp(1.0) + 0.0 * y, x)",
+             ([2.0], "float64")),
+    _program("a debug.print of a folded value still prints it",
+             "def f(x):\n    mj.debug.print('c = {}', mnp.add(1.0, 2.0))\n"
+             "    return x * mnp.multiply(2.0, 3.0)", _F3,
+             hint=("Only add, sub, mul, neg and exp fold; every other equation stays (a "
+                   "debug.print has effects), but reads the literals that replaced folded "
+                   "values.")),
+    _program("nothing to fold",
+             "def f(x, y):\n    return mnp.sin(x) * y - mnp.exp(x)", _F3, _F3),
+    _program("integers, scalar input",
+             "def f(i):\n    return i * mnp.add(2, 3) - mnp.negative(mnp.multiply(4, 5))",
+             (7, "int64")),
+)
+
+# ------------------------------------------------------------------------ ex07_cse
+
+
+def probe_cse(ns, source, args, duplicate=None):
+    from dataclasses import replace
+
+    import minijit as mj
+    import minijit.numpy as mnp
+    from minijit import lax
+    from minijit.ir import ClosedJaxpr, Jaxpr, Var, pp_eqn_alone, subjaxprs
+    from minijit.passes import run_passes
+    from minijit.passes.cse import eqn_key
+    from minijit.passes.rewrite import has_effects, jaxpr_pass
+
+    learner_cse = get(ns, "my_cse")
+
+    def my_cse(jaxpr, const_values):
+        out = learner_cse(jaxpr)
+        if not isinstance(out, Jaxpr):
+            raise TypeError(f"my_cse must return a Jaxpr, got {type(out).__name__}")
+        return out
+
+    scope = {"np": np, "mj": mj, "mnp": mnp, "lax": lax}
+    exec(source, scope)  # a program from the case list (trusted text, not the learner's)
+    arrays = [np.asarray(value, dtype=dtype) for value, dtype in args]
+    closed = mj.make_jaxpr(scope["f"])(*arrays)
+    if duplicate is not None:
+        # A copy of the first `duplicate` equation right after it, with fresh outputs that
+        # every later reader uses instead: merging it must point them back at the original.
+        j = closed.jaxpr
+        k = next(i for i, e in enumerate(j.eqns) if e.primitive.name == duplicate)
+        original = j.eqns[k]
+        copy = replace(original, outvars=tuple(Var(v.aval) for v in original.outvars))
+        swap = {id(a): b for a, b in zip(original.outvars, copy.outvars)}
+
+        def read(a):
+            return swap.get(id(a), a) if isinstance(a, Var) else a
+
+        later = tuple(replace(e, invars=tuple(read(a) for a in e.invars))
+                      for e in j.eqns[k + 1:])
+        closed = ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.eqns[:k + 1] + (copy,) + later,
+                                   tuple(read(a) for a in j.outvars)), closed.consts)
+    with np.errstate(all="ignore"):
+        out = run_passes(closed, [jaxpr_pass(my_cse)])
+        values, text = printed(mj.eval_jaxpr, out.jaxpr, out.consts, *arrays)
+    duplicates = []
+
+    def walk(jaxpr):
+        seen = set()
+        for e in jaxpr.eqns:
+            if not has_effects(e):
+                key = eqn_key(e)
+                if key in seen:
+                    duplicates.append(pp_eqn_alone(e).split("\n")[0])
+                seen.add(key)
+            for sub in subjaxprs(e):
+                walk(sub)
+
+    walk(out.jaxpr)
+    return {"values": [np.asarray(v) for v in values], "printed": text,
+            "duplicates_left": duplicates}
+
+
+def _reference_cse():
+    from dataclasses import replace
+
+    import minijit as mj
+    from minijit.core import COMMUTATIVE
+    from minijit.passes.rewrite import has_effects, map_subjaxprs
+
+    def atom_key(a):
+        if isinstance(a, mj.Lit):  # by bits and dtype: 0.0 == -0.0 in Python
+            return ("lit", np.asarray(a.val, a.aval.dtype).tobytes(), a.aval.dtype)
+        return ("var", id(a))
+
+    def my_cse(jaxpr):
+        replaced = {}  # id(Var) -> the Var computed earlier with the same value
+        seen = {}  # key -> outvars of the first equation with that key
+
+        def read(a):
+            return replaced.get(id(a), a) if isinstance(a, mj.Var) else a
+
+        eqns = []
+        for eqn in jaxpr.eqns:
+            eqn = replace(eqn, invars=tuple(read(a) for a in eqn.invars))
+            eqn = map_subjaxprs(eqn, my_cse)
+            inputs = [atom_key(a) for a in eqn.invars]
+            if eqn.primitive in COMMUTATIVE:
+                inputs.sort(key=repr)
+            key = (eqn.primitive, tuple(inputs), tuple(sorted(eqn.params.items())))
+            if not has_effects(eqn):
+                if key in seen:
+                    replaced.update((id(new), old) for new, old in zip(eqn.outvars, seen[key]))
+                    continue
+                seen[key] = eqn.outvars
+            eqns.append(eqn)
+        return mj.Jaxpr(jaxpr.constvars, jaxpr.invars, tuple(eqns),
+                        tuple(read(a) for a in jaxpr.outvars))
+
+    return {"my_cse": my_cse}
+
+
+def _cse_program(label: str, source: str, *args, duplicate: str | None = None,
+                 hint: str | None = None) -> Case:
+    return Case(label, (source, [list(a) for a in args], duplicate), hint=hint)
+
+
+_SOFTMAX = ("def f(x):\n    z = x - mnp.max(x)\n"
+            "    return mnp.exp(z) / mnp.sum(mnp.exp(z)) + mnp.exp(z) * mnp.sum(mnp.exp(z))")
+_EFFECTS_HINT = ("Never merge an equation for which has_effects(eqn) is true: it looks inside "
+                 "sub-jaxprs too, so a cond whose branch calls debug.print counts (its "
+                 "primitive's .effectful is False). Two prints must print twice.")
+
+_CSE_PUBLIC = (
+    _cse_program("softmax as often written: exp(z) three times, chains of duplicates",
+                 _SOFTMAX, _F3),
+    _cse_program("commutative: sin(x) * y and y * sin(x)",
+                 "def f(x, y):\n    return mnp.sin(x) * y + y * mnp.sin(x)", _F3, _F3),
+    _cse_program("a duplicate inside a fori_loop body",
+                 "def f(x):\n    return lax.fori_loop(0, 3, lambda i, c: mnp.sin(c) * 0.5 "
+                 "+ mnp.sin(c), x)", _F3,
+                 hint=("Clean every sub-jaxpr too: eqn = map_subjaxprs(eqn, my_cse) calls "
+                       "your pass on each branch and loop body.")),
+    _cse_program("two debug.prints of the same value print twice",
+                 "def f(x):\n    mj.debug.print('x = {}', x)\n    mj.debug.print('x = {}', x)\n"
+                 "    return x * 2.0", _F3, hint=_EFFECTS_HINT),
+)
+
+_CSE_HIDDEN = (
+    _cse_program("x * 2.0 twice: two literal objects with the same value",
+                 "def f(x):\n    return (x * 2.0) * (x * 2.0) + (2.0 * x)", _F3,
+                 hint=("Literals are new objects every time they are written: key them by "
+                       "their value's bits and dtype, not by id().")),
+    _cse_program("x * 0.0 and x * -0.0 differ (1 / them: inf and -inf)",
+                 "def f(x):\n    return 1.0 / (x * 0.0) - 1.0 / (x * -0.0)",
+                 ([0.5, 1.0, 2.0], "float64"),
+                 hint=("0.0 == -0.0 in Python (with the same hash), but x * 0.0 and x * -0.0 "
+                       "differ in sign. Key literals by their bits: "
+                       "np.asarray(lit.val, lit.aval.dtype).tobytes(), with the dtype.")),
+    _cse_program("same input, different params: sums over different axes",
+                 "def f(x):\n    return mnp.sum(x, axis=0) + mnp.sum(x, axis=1) "
+                 "+ mnp.sum(x, axis=0)",
+                 ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]], "float64")),
+    _cse_program("the same value returned twice",
+                 "def f(x):\n    return mnp.sin(x), mnp.sin(x), mnp.cos(mnp.sin(x))", _F3),
+    _cse_program("integers, commutative add",
+                 "def f(i, j):\n    return (i + j) * (j + i) - (i - j) * (j - i)",
+                 (3, "int64"), (5, "int64")),
+    _cse_program("a duplicated cond with two outputs, the copy's outputs used",
+                 "def f(p, x):\n    a, b = lax.cond(p, lambda x: (x * 2.0, x + 1.0), "
+                 "lambda x: (x - 1.0, x), x)\n    return a * b",
+                 (True, "bool"), _F3, duplicate="cond",
+                 hint=("An equation may have several outputs: point the readers of every one "
+                       "of them at the first equation's outputs (zip the two outvars).")),
+    _cse_program("a duplicated cond whose branch prints: both stay",
+                 "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
+                 "        return x * 2.0\n    return lax.cond(p, loud, lambda x: x, x)",
+                 (True, "bool"), _F3, duplicate="cond", hint=_EFFECTS_HINT),
+    _cse_program("a debug.print equation duplicated: both stay",
+                 "def f(x):\n    mj.debug.print('x = {}', x)\n    return mnp.sin(x)",
+                 _F3, duplicate="debug_callback", hint=_EFFECTS_HINT),
+    _cse_program("exp(1.0) outside and inside a loop body: each scope on its own",
+                 "def f(x):\n    k = mnp.exp(1.0)\n    return lax.fori_loop(0, 2, lambda i, y: "
+                 "y * mnp.exp(1.0) + mnp.exp(1.0), x) * k", _F3,
+                 hint=("Clean each sub-jaxpr with its own table: a value computed outside a "
+                       "loop body is not a variable of the body, so the body cannot read it.")),
+    _cse_program("nothing to merge",
+                 "def f(x):\n    return mnp.sin(x) + mnp.cos(x) * mnp.exp(x)", _F3),
+    _cse_program("duplicates in both branches of a cond",
+                 "def f(p, x):\n    return lax.cond(p, lambda x: mnp.tanh(x) * mnp.tanh(x), "
+                 "lambda x: mnp.exp(x) - mnp.exp(x) * 0.5, x)", (False, "bool"), _F3),
+)
+
+# ------------------------------------------------------------------------ ex07_rule
+
+
+def probe_rule(ns, source, args):
+    import minijit as mj
+    import minijit.numpy as mnp
+    from minijit import lax
+    from minijit import primitives as P
+    from minijit.ir import Var, subjaxprs
+    from minijit.passes import run_passes, simplify
+    from minijit.passes.simplify import RULES, rule_for
+
+    rule = get(ns, "sub_self")
+    if not callable(rule):
+        raise TypeError("sub_self must be a function eqn -> None | atom | list of equations")
+    scope = {"np": np, "mj": mj, "mnp": mnp, "lax": lax}
+    exec(source, scope)  # a program from the case list (trusted text, not the learner's)
+    arrays = [np.asarray(value, dtype=dtype) for value, dtype in args]
+    closed = mj.make_jaxpr(scope["f"])(*arrays)
+    saved = {p: list(rules) for p, rules in RULES.items()}
+
+    def own(r):  # a rule that minijit itself defines
+        module = getattr(r, "__module__", None) or ""
+        return module.startswith("minijit.") and not module.startswith("minijit.grading")
+
+    try:
+        # A copy of the table: minijit's own rules (not ones a notebook registered), plus this.
+        for p, rules in saved.items():
+            RULES[p] = [r for r in rules if r is not rule and own(r)]
+        rule_for(P.sub_p)(rule)
+        out = run_passes(closed, [simplify])
+    finally:
+        RULES.clear()
+        RULES.update(saved)
+    with np.errstate(all="ignore"):
+        values = mj.eval_jaxpr(out.jaxpr, out.consts, *arrays)
+    count = 0
+
+    def walk(jaxpr):
+        nonlocal count
+        for e in jaxpr.eqns:
+            x = e.invars[0] if e.invars else None
+            if e.primitive is P.sub_p and isinstance(x, Var) and e.invars[1] is x:
+                count += 1
+            for sub in subjaxprs(e):
+                walk(sub)
+
+    walk(out.jaxpr)
+    return {"values": [np.asarray(v) for v in values], "x_minus_x_left": count}
+
+
+def _reference_sub_self(eqn):
+    import minijit as mj
+    from minijit import primitives as P
+
+    x, y = eqn.invars
+    (out,) = eqn.outvars
+    if not isinstance(x, mj.Var) or x is not y or out.aval.dtype.kind not in "iu":
+        return None
+    if out.aval.shape == ():
+        return mj.Lit(0, out.aval)
+    zero = mj.Lit(0, out.aval.update(shape=()))
+    return [mj.Eqn(P.broadcast_in_dim_p, (zero,), (out,),
+                   {"shape": out.aval.shape, "broadcast_dimensions": ()}, eqn.source)]
+
+
+# Strings: the arguments travel as Python literals, and inf and nan are not literals.
+_NAN_INF = (["inf", "nan", "-1.5", "0.0"], "float64")
+_FLOATS_HINT = ("Fire only for integers (dtype.kind in 'iu'): for floats x - x is not 0 when x "
+                "is inf or NaN, so the rule would change the results.")
+_ARRAY_HINT = ("A literal is a scalar: for an array x, x - x is an array of zeros. Return a "
+               "list with one broadcast_in_dim equation that defines the equation's own "
+               "output from a scalar 0 (print mj.make_jaxpr of mnp.zeros to see its params).")
+
+_RULE_PUBLIC = (
+    _program("integer scalar: i - i", "def f(i):\n    return i - i + 1", (7, "int64")),
+    _program("integer array: x - x", "def f(x):\n    return (x - x) * 3", ([1, -2, 3], "int64"),
+             hint=_ARRAY_HINT),
+    _program("float: x - x stays (inf - inf is NaN)", "def f(x):\n    return x - x",
+             _NAN_INF, hint=_FLOATS_HINT),
+    _program("x - y stays", "def f(x, y):\n    return x - y", ([1, 2], "int64"),
+             ([5, 1], "int64"),
+             hint="Fire only when both inputs are the same variable (eqn.invars[0] is "
+                  "eqn.invars[1])."),
+)
+
+_RULE_HIDDEN = (
+    _program("float32: x - x stays", "def f(x):\n    return (x - x) * 2.0",
+             (["inf", "1.0"], "float32"), hint=_FLOATS_HINT),
+    _program("float scalar stays", "def f(x):\n    return x - x", ("nan", "float64"),
+             hint=_FLOATS_HINT),
+    _program("int32 matrix", "def f(x):\n    return mnp.sum(x - x, axis=0) + x[0]",
+             ([[1, 2, 3], [4, 5, 6]], "int32"), hint=_ARRAY_HINT),
+    _program("uint8 (unsigned: also exact)", "def f(x):\n    return x - x + x",
+             ([0, 200, 255], "uint8")),
+    _program("fires after other rules: (i * 1) - i and -(-i) - i",
+             "def f(i):\n    return (i * 1 - i) + (-(-i) - i)", ([4, 5], "int64")),
+    _program("inside a fori_loop body", "def f(x):\n    return lax.fori_loop(0, 3, "
+             "lambda k, c: c + (k - k) + (c - c), x)", ([1, 2, 3], "int64")),
+    _program("x - 0 and 0 - x are not x - x",
+             "def f(x):\n    return (x - 0) + (0 - x) + (x - x)", ([3, 4], "int64")),
+    _program("mixed: integer fires, float stays",
+             "def f(i, x):\n    return (i - i) * 2, x - x", (9, "int32"), _NAN_INF,
+             hint=_FLOATS_HINT),
+)
+
+# ------------------------------------------------------------------------ ex07_may_fuse
+
+
+def probe_may_fuse(ns, source, args):
+    import importlib
+
+    import minijit as mj
+    import minijit.numpy as mnp
+    from minijit import lax
+    from minijit.ir import pp_eqn_alone, subjaxprs
+    from minijit.passes import run_passes
+
+    predicate = get(ns, "may_fuse")
+
+    def decide(eqn):
+        answer = predicate(eqn)
+        if type(answer) not in (bool, np.bool_):
+            raise TypeError(f"may_fuse must return True or False, got {answer!r}")
+        return bool(answer)
+
+    scope = {"np": np, "mj": mj, "mnp": mnp, "lax": lax}
+    exec(source, scope)  # a program from the case list (trusted text, not the learner's)
+    arrays = [np.asarray(value, dtype=dtype) for value, dtype in args]
+    closed = mj.make_jaxpr(scope["f"])(*arrays)
+    decisions = []
+
+    def walk(jaxpr):
+        for e in jaxpr.eqns:
+            label = pp_eqn_alone(e).split("\n")[0].rstrip("[")
+            decisions.append([label, decide(e)])
+            for sub in subjaxprs(e):
+                walk(sub)
+
+    walk(closed.jaxpr)
+    # `minijit.passes.fuse_elementwise` is the pass (a function); the module holds may_fuse.
+    module = importlib.import_module("minijit.passes.fuse_elementwise")
+    saved = module.may_fuse
+    module.may_fuse = decide
+    try:
+        fused = run_passes(closed, [module.fuse_elementwise])
+    finally:
+        module.may_fuse = saved
+    kernels = []
+
+    def kernels_of(jaxpr):
+        for e in jaxpr.eqns:
+            if e.primitive is module.fused_p:
+                kernels.append([e.params["kind"],
+                                [m.primitive.name for m in e.params["jaxpr"].eqns]])
+            else:
+                for sub in subjaxprs(e):
+                    kernels_of(sub)
+
+    kernels_of(fused.jaxpr)
+    with np.errstate(all="ignore"):
+        values, text = printed(mj.eval_jaxpr, fused.jaxpr, fused.consts, *arrays)
+    return {"decisions": decisions, "kernels": kernels,
+            "values": [np.asarray(v) for v in values], "printed": text}
+
+
+def probe_may_fuse_effectful(ns, shape):
+    """An elementwise primitive with an effect (made up for the test) must not fuse."""
+    from minijit.core import ELEMENTWISE, Primitive, ShapedArray
+    from minijit.ir import Eqn, Var
+
+    prim = Primitive("noisy_neg", effectful=True)
+    aval = ShapedArray(tuple(shape), np.dtype("float64"))
+    eqn = Eqn(prim, (Var(aval),), (Var(aval),), {})
+    ELEMENTWISE.add(prim)
+    try:
+        answer = get(ns, "may_fuse")(eqn)
+    finally:
+        ELEMENTWISE.discard(prim)
+    if type(answer) not in (bool, np.bool_):
+        raise TypeError(f"may_fuse must return True or False, got {answer!r}")
+    return bool(answer)
+
+
+def _reference_may_fuse(eqn):
+    from minijit import primitives as P
+    from minijit.core import ELEMENTWISE
+    from minijit.passes.rewrite import has_effects
+
+    if not eqn.outvars or eqn.outvars[0].aval.shape == ():
+        return False
+    if eqn.primitive not in ELEMENTWISE and eqn.primitive is not P.broadcast_in_dim_p:
+        return False
+    return not has_effects(eqn)
+
+
+_SCALAR_HINT = ("Scalar work (rank 0: aval.shape == ()) never fuses, but an array of one "
+                "element (shape (1,)) is not a scalar.")
+_NO_OUTPUTS_HINT = ("Some equations have no outputs (debug.print's debug_callback): check "
+                    "eqn.outvars before reading eqn.outvars[0], and never fuse an equation "
+                    "with effects (has_effects).")
+
+_FUSE_PUBLIC = (
+    _program("GELU (a scalar sqrt, an elementwise chain)",
+             "def f(x):\n    c = mnp.sqrt(2.0 / mnp.pi)\n"
+             "    return 0.5 * x * (1.0 + mnp.tanh(c * (x + 0.044715 * x ** 3)))",
+             ([[0.5, -1.0, 2.0], [1.5, 0.0, -2.5]], "float64")),
+    _program("softmax (reductions, broadcasts)",
+             "def f(x):\n    z = x - mnp.max(x, axis=-1, keepdims=True)\n"
+             "    return mnp.exp(z) / mnp.sum(mnp.exp(z), axis=-1, keepdims=True)",
+             ([[0.5, -1.0, 2.0], [1.5, 0.0, -2.5]], "float64"),
+             hint=("Reductions are not elementwise: they join a kernel by rule 3, which the "
+                   "pass handles itself. may_fuse is rule 1 only: ELEMENTWISE or "
+                   "broadcast_in_dim.")),
+    _program("a debug.print among elementwise work",
+             "def f(x):\n    y = mnp.sin(x) * 2.0\n    mj.debug.print('y = {}', y)\n"
+             "    return y + 1.0", _F3, hint=_NO_OUTPUTS_HINT),
+)
+
+_FUSE_HIDDEN = (
+    _program("an MLP layer: dot_general, a broadcast bias, ReLU, a sum",
+             "def f(x, w, b):\n    return mnp.sum(mnp.maximum(mnp.dot(x, w) + b, 0.0), axis=1)",
+             ([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]], "float64"),
+             ([[0.5, -1.0, 2.0], [1.0, 0.25, -0.5]], "float64"), ([0.1, -0.2, 0.3], "float64")),
+    _program("scalar arithmetic only", "def f(x, y):\n    return (x * 2.0 + y) / (y - 1.0)",
+             (1.5, "float64"), (3.0, "float64"), hint=_SCALAR_HINT),
+    _program("arrays of one element are not scalars",
+             "def f(x):\n    return mnp.exp(x) * 2.0 - x", ([0.5], "float64"), hint=_SCALAR_HINT),
+    _program("convert_element_type, comparisons and where",
+             "def f(x):\n    y = x.astype(mnp.float32) * 2.0\n"
+             "    return mnp.where(y > 0, y, 0.1 * y)", _F3),
+    _program("shape changes: slice, reshape, transpose, concatenate",
+             "def f(x):\n    y = (x * 2.0)[1:3].reshape(2, 1).T\n"
+             "    return mnp.concatenate([y[0], mnp.arange(2.0)]) + 1.0",
+             ([1.0, 2.0, 3.0, 4.0], "float64")),
+    _program("inside a fori_loop body, with a scalar counter",
+             "def f(x):\n    return lax.fori_loop(0, 3, lambda i, y: mnp.sin(y) * 0.5 + "
+             "i * 0.1, x)", _F3, hint=_SCALAR_HINT),
+    _program("a cond whose branch prints",
+             "def f(p, x):\n    def loud(x):\n        mj.debug.print('x = {}', x)\n"
+             "        return mnp.exp(x) * 2.0\n"
+             "    return lax.cond(p, loud, lambda x: x + 1.0, x) * 3.0",
+             (True, "bool"), _F3, hint=_NO_OUTPUTS_HINT),
+    _program("integer and boolean arrays", "def f(i, j):\n    k = (i & j) | (i * 2)\n"
+             "    return mnp.where(k > j, k, -k), mnp.argmax(k)",
+             ([1, 6, 3], "int64"), ([5, 2, 7], "int64")),
+    Case("an effectful elementwise primitive (made up for the test)", ([4],),
+         probe=probe_may_fuse_effectful,
+         hint=("Rule 1 asks for elementwise equations *without effects*: check "
+               "has_effects(eqn) too, even for a primitive in ELEMENTWISE.")),
+)
+
+_PASS_ERROR_HINT = ("run_passes typechecks after your pass, and the program it returned does "
+                    "not typecheck: usually a variable whose equation you removed is still "
+                    "read (rename it in every later equation's inputs and in the jaxpr's "
+                    "outputs), or a replacement of the wrong type.")
+_CLOSED_HINT = ("Your function receives a Jaxpr and must return a Jaxpr (mj.Jaxpr(constvars, "
+                "invars, eqns, outvars)), not a ClosedJaxpr: the grader lifts it into a pass "
+                "with jaxpr_pass, as minijit does for its own passes.")
+
+EXERCISES = [
+    Exercise(
+        id="ex07_fold", points=3, title="Constant folding for five primitives",
+        chapter="07_the_optimizer",
+        section="2. `fold_constants`: do at compile time what does not depend on the inputs",
+        hint=("Walk the equations in order; an add/sub/mul/neg/exp whose inputs are all "
+              "literals (after replacing already-folded variables) is evaluated with "
+              "impl_rules on np.asarray(lit.val, lit.aval.dtype) and its output becomes "
+              "mj.Lit(value.item(), out.aval) in every later equation and in the outputs. "
+              "Call my_fold on sub-jaxprs with map_subjaxprs(eqn, my_fold)."),
+        probe=probe_fold, reference=_reference_fold,
+        public=_FOLD_PUBLIC, hidden=_FOLD_HIDDEN,
+        error_hints={
+            "PassError": _PASS_ERROR_HINT,
+            "AttributeError": _CLOSED_HINT,
+            "OverflowError": ("A Python number does not fit the literal's dtype: compute with "
+                              "NumPy at the literals' dtype (np.asarray(lit.val, "
+                              "lit.aval.dtype)) and impl_rules, which wrap around like the "
+                              "program does, and exp overflows to inf."),
+        },
+    ),
+    Exercise(
+        id="ex07_rule", points=2, title="A new simplify rule: x - x -> 0 for integers",
+        chapter="07_the_optimizer", section="3. `simplify`: small, exact rewrite rules",
+        hint=("Return None unless both inputs are the same Var and the dtype is an integer "
+              "(dtype.kind in 'iu'). For a scalar return mj.Lit(0, out.aval); for an array, "
+              "a list with one broadcast_in_dim equation of a scalar 0 that defines the "
+              "equation's own output."),
+        probe=probe_rule, reference=lambda: {"sub_self": _reference_sub_self},
+        public=_RULE_PUBLIC, hidden=_RULE_HIDDEN,
+        error_hints={
+            "PassError": ("The rule's replacement does not have the output's type: a literal "
+                          "is a scalar, so an array output needs a broadcast_in_dim equation "
+                          "that defines it."),
+            "AssertionError": ("mj.Lit only holds scalars (its aval must have shape ()): for "
+                               "an array output return a broadcast_in_dim equation instead."),
+        },
+    ),
+    Exercise(
+        id="ex07_cse", points=3, title="Common subexpression elimination",
+        chapter="07_the_optimizer", section="4. `cse`: compute each distinct expression once",
+        hint=("Key each equation by (primitive, inputs, params): Vars by identity, literals "
+              "by bits and dtype, inputs sorted for COMMUTATIVE primitives. Replace inputs "
+              "first (so chains of duplicates collapse), skip equations with has_effects, "
+              "point every output of a dropped equation at the first one's, and clean each "
+              "sub-jaxpr on its own with map_subjaxprs(eqn, my_cse)."),
+        probe=probe_cse, reference=_reference_cse,
+        public=_CSE_PUBLIC, hidden=_CSE_HIDDEN,
+        error_hints={"PassError": _PASS_ERROR_HINT, "AttributeError": _CLOSED_HINT},
+    ),
+    Exercise(
+        id="ex07_may_fuse", points=2, title="Which equations may fuse",
+        chapter="07_the_optimizer",
+        section="6. `fuse_elementwise`: one kernel instead of many arrays",
+        hint=("Rule 1: True for an equation whose primitive is in ELEMENTWISE or is "
+              "broadcast_in_dim, without effects (has_effects), with a non-scalar output "
+              "(rank > 0); False for everything else: reductions, dot_general, shape "
+              "changes, control flow, debug.print, scalar work."),
+        probe=probe_may_fuse, reference=lambda: {"may_fuse": _reference_may_fuse},
+        public=_FUSE_PUBLIC, hidden=_FUSE_HIDDEN,
+        error_hints={"IndexError": _NO_OUTPUTS_HINT},
+    ),
+]
