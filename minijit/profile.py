@@ -64,7 +64,7 @@ def plot_profile(jitted, ax=None):
 
     rows = profile(jitted)
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.6 + 0.5 * max(len(rows), 1)))
+        _, ax = plt.subplots(figsize=(8, 1.8 + 0.5 * len(rows)))
     labels = [r.signature for r in rows]
     left = [0.0] * len(rows)
     parts = [(s, [1e3 * getattr(r, f"{s}_s") for r in rows]) for s in STAGES]
@@ -75,5 +75,6 @@ def plot_profile(jitted, ax=None):
     ax.set_xlabel("milliseconds")
     ax.set_title(f"where the time goes: {jitted.spec.fun_name}")
     ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    ax.figure.tight_layout()
     return ax

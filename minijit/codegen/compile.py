@@ -31,7 +31,7 @@ from minijit.codegen.lower import CodegenError, Source
 from minijit.config import config
 
 _memory: dict[str, object] = {}
-stats = {"compiled": 0, "memory_hits": 0}  # how often Numba really compiled
+stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}  # where each program came from
 
 
 def cache_dir() -> Path:
@@ -86,7 +86,8 @@ def compile_source(source: Source, arg_avals, fun_name: str):
         if path is not None:
             _discard(path)
         raise _explain(e, source, fun_name) from None
-    stats["compiled"] += 1
+    loaded = sum(entry.stats.cache_hits.values())  # Numba's own count of disk-cache loads
+    stats["disk_hits" if loaded else "compiled"] += 1
     _memory[key] = entry
     return entry
 

@@ -33,12 +33,23 @@ def _cond(lo, eqn, args, outs):
         lo.indent -= 1
 
 
+def _init_carries(lo, outs, init, invars) -> None:
+    """The loop's carries start as copies of their initial values: the body may write the
+    next value into the current one's array (see `Lowering.plan_reuse`), and the initial
+    value may be the caller's argument, which must never change."""
+    for o, v, a in zip(outs, init, invars):
+        if not a.aval.shape:
+            lo.line(f"{o} = {cast(v, a.aval.dtype)}")
+        else:
+            lo.line(f"{o} = {v}.copy()")
+
+
 def _while(lo, eqn, args, outs):
     p = eqn.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cond_consts, body_consts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
-    for o, v, a in zip(outs, init, eqn.invars[nc + nb:]):
-        lo.line(f"{o} = {cast(v, a.aval.dtype) if not a.aval.shape else v}")
+    _init_carries(lo, outs, init, eqn.invars[nc + nb:])
+    lo.plan_reuse(p["body_jaxpr"], (False,) * nb + (True,) * len(outs))
     lo.line("while True:")
     lo.indent += 1
     lo.bind_inputs(p["cond_jaxpr"], [*cond_consts, *outs])
@@ -154,9 +165,9 @@ def _fori_loop(lo, eqn, args, outs):
     p = eqn.params
     lower, upper, *rest = args
     consts, init = rest[:p["body_nconsts"]], rest[p["body_nconsts"]:]
-    for o, v, a in zip(outs, init, eqn.invars[2 + p["body_nconsts"]:]):
-        lo.line(f"{o} = {cast(v, a.aval.dtype) if not a.aval.shape else v}")
+    _init_carries(lo, outs, init, eqn.invars[2 + p["body_nconsts"]:])
     body = p["body_jaxpr"]
+    lo.plan_reuse(body, (False,) * (len(consts) + 1) + (True,) * len(outs))
     index_var = body.invars[len(consts)]
     lo.line(f"for {lo.name(index_var)} in range({lower}, {upper}):")
     lo.indent += 1

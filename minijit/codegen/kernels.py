@@ -128,6 +128,7 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name) -> None:
                 env[id(v)] = atom(k)
             continue
         v = eqn.outvars[0]
+        out.current_eqn = out.describe(eqn)  # a compile error then names this equation
         if eqn.primitive is P.broadcast_in_dim_p:
             src = eqn.invars[0]
             if src.aval.shape == ():

@@ -67,6 +67,7 @@ class Lowering:
         self.reuse: dict[str, str] = {}
         self.line_eqns: dict[int, str] = {}
         self.current_eqn = ""
+        self.fun_name = "f"
 
     # -- writing
     def line(self, text: str) -> None:
@@ -84,6 +85,7 @@ class Lowering:
 
     # -- programs
     def lower(self, closed: ClosedJaxpr, fun_name: str, donated: tuple = ()) -> Source:
+        self.fun_name = fun_name
         jaxpr = closed.jaxpr
         params = [self.name(v) for v in (*jaxpr.constvars, *jaxpr.invars)]
         out_params = []
@@ -91,11 +93,12 @@ class Lowering:
             self.prealloc[self.name(v)] = f"out{k}"
             out_params.append(f"out{k}")
         params += out_params
-        self._plan_reuse(jaxpr, donated)
+        self.plan_reuse(jaxpr, donated)
         self.jaxpr_body(jaxpr)
         outs = [self.atom(a) for a in jaxpr.outvars]
         self.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
-        head = [f"# minijit: generated from `{fun_name}`; each block names its IR equation.",
+        # The function's name is not in the source: identical programs share one compile.
+        head = ["# minijit: generated code; each block names the IR equation it computes.",
                 "import numba", "import numpy as np", "", "",
                 "@numba.njit(error_model='numpy', cache=True)",
                 f"def entry({', '.join(params)}):"]
@@ -104,7 +107,7 @@ class Lowering:
         return Source("\n".join(head + self.lines) + "\n", self.callbacks, line_eqns,
                       [v.aval for v in _preallocatable_outputs(jaxpr)])
 
-    def _plan_reuse(self, jaxpr: Jaxpr, donated: tuple) -> None:
+    def plan_reuse(self, jaxpr: Jaxpr, donated: tuple) -> None:
         """Follow `plan_buffers`: a kernel's output may take over the array of a value that
         died (or of a donated argument), instead of allocating.
 
@@ -133,6 +136,9 @@ class Lowering:
                     and self.name(v) not in self.prealloc):
                 self.reuse[self.name(v)] = self.name(prev)
             owner[b] = v
+
+    def describe(self, eqn: Eqn) -> str:
+        return _describe(eqn, self.names)
 
     def jaxpr_body(self, jaxpr: Jaxpr) -> None:
         for eqn in jaxpr.eqns:
@@ -170,7 +176,7 @@ class Lowering:
             raise CodegenError(
                 f"the Numba backend has no rule for primitive `{p.name}` "
                 f"(in `{self.current_eqn}`); run this function with "
-                "jit(f, backend='interpreter') instead"
+                f"jit({self.fun_name}, backend='interpreter') instead"
             )
 
 
