@@ -14,7 +14,7 @@ import numpy as np
 
 from minijit.array import wrap
 from minijit.config import config
-from minijit.core import Primitive, abstract_eval_rules, bind, impl_rules
+from minijit.core import Primitive, abstract_eval_rules, bind, get_aval, impl_rules
 from minijit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True, effectful=True)
@@ -26,11 +26,14 @@ class HostCallback:
     Its repr is stable (no memory address) so that printed Jaxprs are deterministic.
     """
 
-    def __init__(self, fn: Callable, in_tree: PyTreeDef, label: str):
+    def __init__(self, fn: Callable, in_tree: PyTreeDef, label: str, dtypes=None):
         self.fn, self.in_tree, self.label = fn, in_tree, label
+        # The operands' dtypes: compiled code may hand scalars over as Python ints/floats.
+        self.dtypes = dtypes or (None,) * in_tree.num_leaves
 
     def __call__(self, *leaves):
-        args, kwargs = tree_unflatten(self.in_tree, [wrap(np.asarray(x)) for x in leaves])
+        values = [wrap(np.asarray(x, d)) for x, d in zip(leaves, self.dtypes)]
+        args, kwargs = tree_unflatten(self.in_tree, values)
         self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -52,7 +55,8 @@ def callback(fn: Callable, *args, **kwargs) -> None:
     """Call `fn(*args, **kwargs)` with concrete values every time the program runs."""
     leaves, in_tree = tree_flatten((args, kwargs))
     label = f"callback({getattr(fn, '__name__', 'fn')})"
-    bind(debug_callback_p, *leaves, callback=HostCallback(fn, in_tree, label))
+    dtypes = tuple(get_aval(x).dtype for x in leaves)
+    bind(debug_callback_p, *leaves, callback=HostCallback(fn, in_tree, label, dtypes))
 
 
 def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001 - mirrors jax.debug.print
@@ -63,7 +67,9 @@ def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001 - mirrors jax.debug.
         builtins.print(fmt.format(*a, **k))
 
     leaves, in_tree = tree_flatten((args, kwargs))
-    bind(debug_callback_p, *leaves, callback=HostCallback(emit, in_tree, f"print({fmt!r})"))
+    dtypes = tuple(get_aval(x).dtype for x in leaves)
+    bind(debug_callback_p, *leaves,
+         callback=HostCallback(emit, in_tree, f"print({fmt!r})", dtypes))
 
 
 def checking_leaks():

@@ -1,0 +1,380 @@
+"""Side effects and debugging (chapter 06): `debug.print`, `debug.callback`, tracer leaks,
+`disable_jit`, compile logs and cache-miss explanations, and the per-entry profile.
+
+The central fact: Python code in a jitted function runs while tracing (once per cache miss),
+while a staged side effect (`debug.print`, `debug.callback`) runs every time the compiled
+program runs, with real values, and only where control flow actually goes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import matplotlib
+import numpy as np
+import pytest
+
+import minijit as mj
+import minijit.numpy as mnp
+import minijit.profile
+from minijit import backends, lax
+from minijit.config import config
+from minijit.errors import UnexpectedTracerError
+
+BACKENDS = sorted(backends.BACKENDS)
+
+
+@pytest.fixture(autouse=True)
+def _restore_config():
+    saved = dict(config._values)
+    yield
+    config._values.clear()
+    config._values.update(saved)
+
+
+def _lines(capsys) -> list[str]:
+    return capsys.readouterr().out.splitlines()
+
+
+# --------------------------------------------------------------------------- print vs debug.print
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_python_print_runs_per_trace_debug_print_per_call(capsys, backend):
+    @mj.jit(backend=backend)
+    def f(x):
+        print("python:", x)
+        mj.debug.print("debug: {x}", x=x)
+        return x * 2.0
+
+    for _ in range(3):
+        f(np.array([1.0, 2.0]))
+    f(np.array([1.0, 2.0, 3.0]))  # a new shape: one more trace
+    out = _lines(capsys)
+    python = [line for line in out if line.startswith("python:")]
+    debug = [line for line in out if line.startswith("debug:")]
+    assert len(python) == 2 == f.trace_count
+    assert all("Traced<" in line for line in python)  # it saw a tracer, not values
+    assert debug == ["debug: [1. 2.]"] * 3 + ["debug: [1. 2. 3.]"]
+
+
+def test_debug_print_positional_and_format_spec(capsys):
+    @mj.jit
+    def f(x, y):
+        mj.debug.print("{} and {y:.2f}", x, y=y)
+        return x + y
+
+    f(np.int64(3), np.float64(0.123456))
+    assert _lines(capsys) == ["3 and 0.12"]
+
+
+def test_debug_print_is_staged_and_kept():
+    def f(x):
+        mj.debug.print("x={x}", x=x)
+        return x + 1.0
+
+    closed = mj.make_jaxpr(f)(np.ones(2))
+    (eqn, _) = closed.eqns
+    assert eqn.primitive.name == "debug_callback" and eqn.outvars == ()
+    assert "debug_callback[callback=print('x={x}')] a" in str(closed)
+    # the optimizer keeps it although nothing uses its (empty) output
+    assert "debug_callback" in mj.jit(f, backend="interpreter").lower(np.ones(2)).as_text()
+
+
+def test_debug_print_outside_jit_prints_at_once(capsys):
+    mj.debug.print("eager {}", np.arange(3))
+    assert _lines(capsys) == ["eager [0 1 2]"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_debug_callback_receives_concrete_values(backend):
+    seen = []
+
+    def record(a, b, *, scale):
+        seen.append((a, b, scale))
+
+    @mj.jit(backend=backend)
+    def f(x, pair):
+        y = mnp.sin(x)
+        mj.debug.callback(record, y, pair, scale=x.sum())
+        return y
+
+    x = np.array([0.0, 1.0])
+    f(x, (np.int32(4), np.ones(3)))
+    f(x + 1.0, (np.int32(5), np.zeros(3)))
+    assert f.trace_count == 1 and len(seen) == 2
+    for (a, (i, v), scale), shift in zip(seen, (0.0, 1.0)):
+        assert isinstance(a, np.ndarray) and not isinstance(a, mj.Tracer)
+        np.testing.assert_allclose(a, np.sin(x + shift))
+        assert i.dtype == np.int32 and v.shape == (3,)
+        np.testing.assert_allclose(scale, (x + shift).sum())
+    assert int(seen[1][1][0]) == 5
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_debug_print_in_cond_prints_only_the_branch_taken(capsys, backend):
+    def true_fun(x):
+        mj.debug.print("true branch {}", x)
+        return x + 1.0
+
+    def false_fun(x):
+        mj.debug.print("false branch {}", x)
+        return x - 1.0
+
+    f = mj.jit(lambda x: lax.cond(x > 0, true_fun, false_fun, x), backend=backend)
+    f(2.0)
+    f(-3.0)
+    f(5.0)
+    assert _lines(capsys) == ["true branch 2.0", "false branch -3.0", "true branch 5.0"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_debug_print_in_loops_prints_every_iteration(capsys, backend):
+    def body(i, acc):
+        mj.debug.print("i={} acc={}", i, acc)
+        return acc + i
+
+    f = mj.jit(lambda n: lax.fori_loop(0, n, body, 0), backend=backend)
+    assert int(f(4)) == 6
+    assert _lines(capsys) == ["i=0 acc=0", "i=1 acc=0", "i=2 acc=1", "i=3 acc=3"]
+    f(2)
+    assert _lines(capsys) == ["i=0 acc=0", "i=1 acc=0"]
+
+    def wbody(v):
+        mj.debug.print("v={}", v)
+        return v * 2
+
+    assert int(mj.jit(lambda v: lax.while_loop(lambda v: v < 10, wbody, v),
+                      backend=backend)(3)) == 12
+    assert _lines(capsys) == ["v=3", "v=6"]
+
+    def step(c, x):
+        mj.debug.print("c={} x={}", c, x)
+        return c + x, c
+
+    mj.jit(lambda xs: lax.scan(step, 0.0, xs), backend=backend)(np.array([1.0, 2.0]))
+    assert _lines(capsys) == ["c=0.0 x=1.0", "c=1.0 x=2.0"]
+
+
+# --------------------------------------------------------------------------- globals
+
+
+def test_global_is_baked_in_at_trace_time():
+    scale = {"value": 2.0}
+
+    @mj.jit
+    def f(x):
+        return x * scale["value"]
+
+    assert f(np.ones(2))[0] == 2.0
+    scale["value"] = 10.0
+    assert f(np.ones(2))[0] == 2.0  # cache hit: the old value is in the Jaxpr
+    assert f(np.ones(3))[0] == 10.0  # a new shape retraces and reads the global again
+
+
+# --------------------------------------------------------------------------- tracer leaks
+
+
+def test_leaked_tracer_used_later_raises_naming_its_origin():
+    leaked = []
+
+    @mj.jit
+    def keep(x):
+        y = mnp.sin(x)
+        leaked.append(y)
+        return x
+
+    keep(np.ones(2))  # no check: the leak goes unnoticed here
+    with pytest.raises(UnexpectedTracerError) as info:
+        leaked[0] + 1.0
+    msg = str(info.value)
+    assert "`keep`" in msg and "f64[2]" in msg
+    assert "test_debug.py" in msg and "(keep)" in msg  # the line that created it
+    assert "checking_leaks" in msg
+    # Using it inside another trace is caught the same way.
+    with pytest.raises(UnexpectedTracerError):
+        mj.jit(lambda x: x + leaked[0])(np.ones(2))
+
+
+def test_leaked_argument_tracer_names_the_argument():
+    box = []
+    mj.jit(lambda x: box.append(x) or x)(np.ones(3))
+    with pytest.raises(UnexpectedTracerError, match="argument `x`"):
+        mnp.sum(box[0])
+
+
+def test_checking_leaks_reports_at_end_of_trace_and_caches_nothing():
+    leaked = []
+
+    def store(x):
+        leaked.append(x * 2.0)
+        return x + 1.0
+
+    jf = mj.jit(store)
+    with pytest.raises(UnexpectedTracerError) as info:
+        with mj.checking_leaks():
+            jf(np.ones(2))
+    msg = str(info.value)
+    assert "Leaked 1 tracer" in msg and "`store`" in msg and "list" in msg
+    assert jf._cache_size() == 0  # a failed trace stores nothing
+    assert not config.check_tracer_leaks  # restored after the block
+
+    class Holder:
+        pass
+
+    holder = Holder()
+
+    def attr(x):
+        holder.value = x
+        return x
+
+    with pytest.raises(UnexpectedTracerError, match="Leaked"):
+        with mj.checking_leaks():
+            mj.jit(attr)(np.ones(2))
+
+
+def test_checking_leaks_is_quiet_without_a_leak(capsys):
+    @mj.jit
+    def clean(x):
+        print("tracing")  # a tracer in a local variable or a print is not a leak
+        y = x * 2.0
+        return lax.cond(y.sum() > 0, lambda y: y, lambda y: -y, y)
+
+    with mj.checking_leaks():
+        clean(np.ones(2))
+    mj.config.update("jax_check_tracer_leaks", True)
+    clean(np.ones(5))
+    assert clean.trace_count == 2
+
+
+# --------------------------------------------------------------------------- disable_jit
+
+
+def _branchy(x):
+    print("value:", x)
+    if x.sum() > 0:  # Python control flow on a value: fine only without jit
+        return x
+    return -x
+
+
+def test_disable_jit_context_manager(capsys):
+    jf = mj.jit(_branchy)
+    with mj.disable_jit():
+        out = jf(np.array([-1.0, -2.0]))
+    np.testing.assert_array_equal(out, [1.0, 2.0])
+    assert _lines(capsys) == ["value: [-1. -2.]"]
+    assert jf.trace_count == 0
+    assert not config.disable_jit
+    with pytest.raises(mj.errors.TracerBoolConversionError):
+        jf(np.array([1.0]))
+
+
+def test_disable_jit_is_restored_after_an_exception():
+    with pytest.raises(ZeroDivisionError):
+        with mj.disable_jit():
+            1 / 0  # noqa: B018
+    assert not config.disable_jit
+
+
+@pytest.mark.parametrize("name", ["jax_disable_jit", "disable_jit"])
+def test_disable_jit_through_config(name, capsys):
+    jf = mj.jit(_branchy)
+    mj.config.update(name, True)
+    assert config.disable_jit
+    np.testing.assert_array_equal(jf(np.array([3.0])), [3.0])
+    assert _lines(capsys) == ["value: [3.]"]
+    mj.config.update(name, False)
+    with pytest.raises(mj.errors.TracerBoolConversionError):
+        jf(np.array([3.0]))
+
+
+def test_unknown_config_name_lists_the_options():
+    with pytest.raises(AttributeError, match="disable_jit"):
+        mj.config.update("jax_enable_x64", True)
+
+
+# --------------------------------------------------------------------------- counting compiles
+
+
+def test_log_compiles_and_explain_cache_misses(caplog):
+    @mj.jit
+    def f(x):
+        return x + 1.0
+
+    mj.config.update("jax_log_compiles", True)
+    mj.config.update("explain_cache_misses", True)
+    with caplog.at_level(logging.WARNING, logger="minijit"):
+        f(np.ones(3))
+        f(np.ones(3))
+        f(np.ones(4))
+    messages = [r.getMessage() for r in caplog.records if r.name == "minijit"]
+    compiles = [m for m in messages if m.startswith("Compiling f")]
+    misses = [m for m in messages if m.startswith("TRACING CACHE MISS")]
+    assert len(compiles) == 2 == len(misses) == f.trace_count
+    assert "(x: f64[3])" in compiles[0] and "(x: f64[4])" in compiles[1]
+    assert "* at x, now f64[4] and before f64[3]" in misses[1]
+    assert f.cache_misses[1] == misses[1]
+
+
+def test_silent_by_default(caplog):
+    with caplog.at_level(logging.DEBUG, logger="minijit"):
+        mj.jit(lambda x: x * 3.0)(np.ones(2))
+    assert not [r for r in caplog.records if r.name == "minijit"]
+
+
+# --------------------------------------------------------------------------- the profile
+
+
+def _profiled():
+    @mj.jit
+    def f(x):
+        return mnp.sum(mnp.sin(x) * 2.0)
+
+    for _ in range(3):
+        f(np.ones(4))
+    f(np.ones(8))
+    f(np.ones(4, dtype=np.float32))
+    f(np.ones(8))
+    return f
+
+
+def test_profile_has_one_row_per_cache_entry_with_call_counts():
+    f = _profiled()
+    rows = minijit.profile.profile(f)
+    assert len(rows) == f._cache_size() == 3
+    assert [r.signature for r in rows] == ["(x: f64[4])", "(x: f64[8])", "(x: f32[4])"]
+    assert [r.calls for r in rows] == [3, 2, 1]
+    for r in rows:
+        assert r.trace_s > 0 and r.execute_s > 0
+        assert r.first_call_s >= r.trace_s
+        assert r.per_call_us == pytest.approx(1e6 * r.execute_s / r.calls)
+    text = f.profile()
+    assert text == minijit.profile.format_profile(f)
+    lines = text.splitlines()
+    assert len(lines) == 2 + 3 and "calls" in lines[0]
+    assert lines[3].startswith("(x: f64[8])") and " 2 " in lines[3]
+
+
+def test_profile_tells_weak_python_scalars_apart():
+    f = mj.jit(lambda x, c: x * c)
+    for c in (2.0, np.float64(2.0), 2, 3.0):
+        f(np.ones(2), c)
+    rows = minijit.profile.profile(f)
+    assert [r.signature for r in rows] == [
+        "(x: f64[2], c: f64[] (weak))", "(x: f64[2], c: f64[])", "(x: f64[2], c: i64[] (weak))"]
+    assert [r.calls for r in rows] == [2, 1, 1]
+
+
+def test_plot_profile_returns_an_axes():
+    import matplotlib.pyplot as plt
+
+    assert matplotlib.get_backend().lower() == "agg"
+    f = _profiled()
+    ax = minijit.profile.plot_profile(f)
+    assert isinstance(ax, matplotlib.axes.Axes)
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "(x: f64[4])", "(x: f64[8])", "(x: f32[4])"]
+    assert "f" in ax.get_title()
+    _, given = plt.subplots()
+    assert minijit.profile.plot_profile(f, ax=given) is given
+    plt.close("all")
