@@ -49,10 +49,16 @@ def _trace(fun: Callable, in_tree: PyTreeDef, in_avals, names, fun_name: str):
     return trace_to_jaxpr(flat_fun, in_avals, names, fun_name)
 
 
+def _const_key(c) -> int:
+    """Captured values are the same if they stand for the same outer variable: two branches
+    that capture one array get two tracers for it, wrapping one Var."""
+    return id(getattr(c, "atom", c))
+
+
 def _closure_convert(jaxpr: Jaxpr, consts: list, all_consts: list) -> Jaxpr:
     """Make `jaxpr` take `all_consts` as leading invars (unused ones get fresh vars)."""
-    mine = {id(c): v for c, v in zip(consts, jaxpr.constvars)}
-    lead = tuple(mine.get(id(c)) or Var(get_aval(c)) for c in all_consts)
+    mine = {_const_key(c): v for c, v in zip(consts, jaxpr.constvars)}
+    lead = tuple(mine.get(_const_key(c)) or Var(get_aval(c)) for c in all_consts)
     return Jaxpr((), lead + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
 
 
@@ -60,8 +66,8 @@ def _join_consts(*const_lists) -> list:
     seen, out = set(), []
     for consts in const_lists:
         for c in consts:
-            if id(c) not in seen:
-                seen.add(id(c))
+            if _const_key(c) not in seen:
+                seen.add(_const_key(c))
                 out.append(c)
     return out
 
