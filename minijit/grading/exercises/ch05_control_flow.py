@@ -1,0 +1,370 @@
+"""Chapter 05 (control flow): staged branches and loops, and the interpreter rule of `while`.
+
+- ``ex05_cond_loop`` (dynamic control flow): rewrite two functions whose Python ``if``,
+  ``for`` and ``while`` decide on traced values, with ``lax.cond``, ``lax.fori_loop`` and
+  ``lax.while_loop``. The probes jit the learner's functions themselves (so every argument,
+  the loop count included, is traced), compare the values on hidden inputs, and walk the
+  jaxpr from ``mj.make_jaxpr``, sub-jaxprs included, for the staged primitives.
+- ``ex05_while_impl`` (build): ``my_while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts,
+  body_nconsts)``, the ``eval_jaxpr`` rule of the ``while`` primitive. One probe calls it
+  directly on an equation's operands; the other installs it in ``minijit.core.impl_rules``
+  for the duration of one ``mj.eval_jaxpr`` run of a traced program (nested loops, loops in
+  branches, captured constants, tuple carries) and restores the real rule in a ``finally``.
+  The expected values are the real rule's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijit.grading.cases import Case, Exercise
+from minijit.grading.probing import get
+
+# ------------------------------------------------------------------------ ex05_cond_loop
+
+
+def probe_grow(ns, x, rate, years_list):
+    import minijit as mj
+
+    grow = mj.jit(get(ns, "grow"))  # the probe jits it: years is a traced argument
+    x = np.asarray(x, dtype=np.float64)
+    return [np.asarray(grow(x, rate, years)) for years in years_list]
+
+
+def probe_years_until(ns, x, rate, targets):
+    import minijit as mj
+
+    years_until = mj.jit(get(ns, "years_until"))
+    x = np.asarray(x, dtype=np.float64)
+    out = []
+    for target in targets:
+        years = np.asarray(years_until(x, rate, target))
+        if years.shape != () or years.dtype.kind not in "iu":
+            raise TypeError(f"years_until must return an integer scalar, got "
+                            f"{years.dtype}{list(years.shape)}")
+        out.append(int(years))
+    return out
+
+
+def probe_staged(ns, name, args, wanted):
+    """Which staged primitives the jaxpr of ``ns[name](*args)`` holds, sub-jaxprs included."""
+    import minijit as mj
+    from minijit.ir import subjaxprs
+
+    fn = get(ns, name)
+    closed = mj.make_jaxpr(fn)(np.asarray(args[0], dtype=np.float64), *args[1:])
+    names = set()
+    todo = [closed.jaxpr]
+    while todo:
+        jaxpr = todo.pop()
+        for eqn in jaxpr.eqns:
+            names.add(eqn.primitive.name)
+            todo.extend(subjaxprs(eqn))
+    found = {"cond": "cond" in names, "loop": bool(names & {"fori_loop", "while"}),
+             "while": "while" in names}
+    return {k: found[k] for k in wanted}
+
+
+def _grow_numpy(x, rate, years):
+    """The Python original, on NumPy values (the tests check the references against it)."""
+    for _ in range(years):
+        x = x * rate
+        if np.sum(x) > 100.0:
+            x = x * 0.5
+    return x
+
+
+def _years_until_numpy(x, rate, target):
+    years = 0
+    while np.sum(x) < target:
+        x = x * rate
+        years += 1
+    return years
+
+
+def _reference_cond_loop():
+    import minijit.numpy as mnp
+    from minijit import lax
+
+    def grow(x, rate, years):
+        def one_year(i, x):
+            x = x * rate
+            return lax.cond(mnp.sum(x) > 100.0, lambda x: x * 0.5, lambda x: x, x)
+
+        return lax.fori_loop(0, years, one_year, x)
+
+    def years_until(x, rate, target):
+        def below(carry):
+            x, _ = carry
+            return mnp.sum(x) < target
+
+        def one_year(carry):
+            x, years = carry
+            return x * rate, years + 1
+
+        _, years = lax.while_loop(below, one_year, (x, 0))
+        return years
+
+    return {"grow": grow, "years_until": years_until}
+
+
+# ------------------------------------------------------------------------ ex05_while_impl
+
+
+def probe_while_direct(ns, x, limit):
+    """Call the learner's rule the way eval_jaxpr does, on one `while` equation."""
+    import minijit as mj
+    from minijit import control_flow, lax
+    from minijit.ir import Lit
+
+    def halve_until(x, limit):
+        return lax.while_loop(lambda c: c[0] > limit, lambda c: (c[0] * 0.5, c[1] + 1), (x, 0))
+
+    closed = mj.make_jaxpr(halve_until)(np.float64(x), np.float64(limit))
+    eqn = next(e for e in closed.eqns if e.primitive.name == "while")
+    env = {id(v): np.asarray(a) for v, a in zip(closed.jaxpr.invars,
+                                                  (np.float64(x), np.float64(limit)))}
+    operands = [np.asarray(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+                for a in eqn.invars]
+    rule = get(ns, "my_while_impl")
+    if rule is control_flow._while_impl:
+        raise TypeError("my_while_impl must be your own function, not minijit's rule")
+    outs = rule(*operands, **eqn.params)
+    if type(outs) not in (list, tuple):
+        raise TypeError(f"the rule must return a list of arrays, got {type(outs).__name__}")
+    return [np.asarray(o) for o in outs]
+
+
+def probe_while_in_eval(ns, program):
+    """Run a traced program with `mj.eval_jaxpr`, the learner's rule installed for `while`."""
+    import minijit as mj
+    import minijit.numpy as mnp
+    from minijit import control_flow, lax
+    from minijit.control_flow import while_p
+    from minijit.core import impl_rules
+
+    def countdown(n):  # a tuple carry, no captured values
+        return lax.while_loop(lambda c: c[0] > 0, lambda c: (c[0] - 1, c[1] * 2.0), (n, 1.0))
+
+    def sqrt_newton(x):  # cond and body capture x: cond_nconsts = body_nconsts = 1
+        return lax.while_loop(lambda y: mnp.abs(y * y - x) > 1e-12 * x,
+                              lambda y: 0.5 * (y + x / y), x)
+
+    def limit_and_step(x, limit, step):  # cond captures limit, body captures step
+        return lax.while_loop(lambda v: v < limit, lambda v: v + step, x)
+
+    def two_bounds(x, lo, hi):  # cond captures 2 values, body none
+        return lax.while_loop(lambda v: (v > lo) & (v < hi), lambda v: v * 1.5, x)
+
+    def body_only(x, a, b):  # cond captures nothing, body 2 values
+        return lax.while_loop(lambda c: c[1] < 6, lambda c: (c[0] * a + b, c[1] + 1), (x, 0))
+
+    def never_runs(x):  # the condition is false at once: the carry comes back unchanged
+        return lax.while_loop(lambda c: c[1] < 0, lambda c: (c[0] * 3.0, c[1] + 1), (x, 5))
+
+    def triangle(n):  # nested loops: the inner while sits in the outer body
+        def outer_body(c):
+            i, total = c
+            _, total = lax.while_loop(lambda d: d[0] < i, lambda d: (d[0] + 1, d[1] + 1),
+                                      (0, total))
+            return i + 1, total
+        return lax.while_loop(lambda c: c[0] <= n, outer_body, (1, 0))
+
+    def clip_growth(x, limit, step, offset):  # cond captures 1 value, body 2
+        def body(c):
+            v, k = c
+            return v * step + offset, k + 1
+        return lax.while_loop(lambda c: mnp.max(c[0]) < limit, body, (x, 0))
+
+    def collatz(n):  # a cond inside the body
+        def body(c):
+            m, steps = c
+            m = lax.cond(m % 2 == 0, lambda m: m // 2, lambda m: 3 * m + 1, m)
+            return m, steps + 1
+        return lax.while_loop(lambda c: c[0] != 1, body, (n, 0))[1]
+
+    def in_branch(x, flag):  # a loop in each branch of a cond
+        def up(x):
+            return lax.while_loop(lambda v: mnp.sum(v) < 50.0, lambda v: v * 2.0, x)
+
+        def down(x):
+            return lax.while_loop(lambda v: mnp.min(v) > -5.0, lambda v: v - 2.5, x)
+        return lax.cond(flag, up, down, x)
+
+    def in_fori(x):  # a while inside a fori_loop body, capturing the loop index
+        def body(i, acc):
+            v = lax.while_loop(lambda v: v < i * 10.0, lambda v: v + 3.0, acc[0])
+            return v, acc[1] + v
+        return lax.fori_loop(0, 4, body, (x, x))
+
+    weights = np.array([0.5, 1.0, 2.0])
+
+    def captured_array(x):  # a NumPy constant captured by both cond and body
+        return lax.while_loop(lambda v: mnp.dot(v, weights) < 100.0,
+                              lambda v: v + weights, x)
+
+    def eager(x):  # outside any trace: lax.while_loop binds eagerly through impl_rules
+        return lax.while_loop(lambda c: c[0] < 1000.0, lambda c: (c[0] * x, c[1] + 1),
+                              (x, 0))
+
+    programs = {
+        "countdown": (countdown, (5,)),
+        "sqrt_newton": (sqrt_newton, (np.float64(2.0),)),
+        "limit_and_step": (limit_and_step, (np.float64(1.0), np.float64(10.0),
+                                            np.float64(0.75))),
+        "two_bounds": (two_bounds, (np.float64(1.25), np.float64(1.0), np.float64(30.0))),
+        "body_only": (body_only, (np.array([1.0, -1.0]), np.float64(0.5), np.float64(3.0))),
+        "never_runs": (never_runs, (np.array([1.0, 2.0]),)),
+        "triangle": (triangle, (6,)),
+        "clip_growth": (clip_growth, (np.array([1.0, 0.5, 2.0]), 40.0, 1.5, 0.25)),
+        "collatz": (collatz, (27,)),
+        "in_branch_true": (in_branch, (np.array([1.0, 2.0]), True)),
+        "in_branch_false": (in_branch, (np.array([1.0, 2.0]), False)),
+        "in_fori": (in_fori, (np.float64(1.0),)),
+        "captured_array": (captured_array, (np.zeros(3),)),
+    }
+    rule = get(ns, "my_while_impl")
+    if rule is impl_rules[while_p] or rule is control_flow._while_impl:
+        raise TypeError("my_while_impl must be your own function, not minijit's rule")
+    calls = []
+
+    def counted(*args, **params):
+        calls.append(1)
+        return rule(*args, **params)
+
+    real = impl_rules[while_p]
+    if program == "eager":
+        impl_rules[while_p] = counted
+        try:
+            outs = eager(np.float64(1.5))
+        finally:
+            impl_rules[while_p] = real
+    else:
+        fn, args = programs[program]
+        closed = mj.make_jaxpr(fn)(*args)  # traced with the real rules in place
+        impl_rules[while_p] = counted
+        try:
+            outs = mj.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        finally:
+            impl_rules[while_p] = real
+    return {"outputs": [np.asarray(o) for o in outs], "rule_calls": len(calls)}
+
+
+def _reference_while_impl():
+    import minijit as mj
+
+    def my_while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+        cond_consts = args[:cond_nconsts]
+        body_consts = args[cond_nconsts:cond_nconsts + body_nconsts]
+        carry = list(args[cond_nconsts + body_nconsts:])
+        while mj.eval_jaxpr(cond_jaxpr, (), *cond_consts, *carry)[0]:
+            carry = mj.eval_jaxpr(body_jaxpr, (), *body_consts, *carry)
+        return carry
+
+    return {"my_while_impl": my_while_impl}
+
+
+def _program(name: str) -> Case:
+    return Case(f"eval_jaxpr of {name}", (name,))
+
+
+EXERCISES = [
+    Exercise(
+        id="ex05_cond_loop", points=3, title="Stage an if, a for and a while",
+        chapter="05_control_flow", section="4. Loops: `lax.while_loop` and `lax.fori_loop`",
+        hint=("Under jit, years, rate, target and every sum are tracers: Python's for, while "
+              "and if cannot use them. Write the loop body as a function and use "
+              "lax.fori_loop(0, years, body, x) (body(i, x) returns the new x) or "
+              "lax.while_loop(cond_fun, body_fun, (x, 0)) with a tuple carry; choose between "
+              "two functions with lax.cond(pred, true_fun, false_fun, x) (section 3)."),
+        probe=probe_grow,
+        reference=_reference_cond_loop,
+        public=(
+            Case("grow([1, 2, 3], 1.5, years = 0, 4, 10)", ([1.0, 2.0, 3.0], 1.5, [0, 4, 10])),
+            Case("years_until([1, 2, 3], 1.5, target = 10, 100)",
+                 ([1.0, 2.0, 3.0], 1.5, [10.0, 100.0]), probe=probe_years_until),
+            Case("grow's jaxpr holds a cond and a loop",
+                 ("grow", [[1.0, 2.0, 3.0], 1.5, 4], ["cond", "loop"]), probe=probe_staged,
+                 hint=("Both the loop and the if must be staged: the jaxpr of grow must hold "
+                       "a fori_loop (or while) equation whose body holds a cond. mnp.where "
+                       "gives the right values but computes both sides; use lax.cond here.")),
+            Case("years_until's jaxpr holds a while",
+                 ("years_until", [[1.0, 2.0, 3.0], 1.5, 100.0], ["while"]),
+                 probe=probe_staged,
+                 hint=("The number of years is not known before the loop runs, so only "
+                       "lax.while_loop can express it: carry (x, years) and stop when the "
+                       "total reaches the target.")),
+        ),
+        hidden=(
+            Case("grow, many years, 2-d input",
+                 ([[4.0, 0.5], [2.5, 1.0]], 1.25, [1, 7, 25, 60])),
+            Case("grow, shrinking population", ([50.0, 70.0], 0.9, [1, 2, 3, 15])),
+            Case("grow, one big value", ([150.0], 1.1, [0, 1, 2, 9])),
+            Case("years_until, already there", ([30.0, 80.0], 2.0, [50.0, 110.0]),
+                 probe=probe_years_until),
+            Case("years_until, slow growth", ([0.1, 0.2], 1.05, [1.0, 5.0, 50.0]),
+                 probe=probe_years_until),
+            Case("years_until, 2-d input", ([[1.0, 1.0], [0.5, 0.5]], 3.0, [2.0, 1000.0]),
+                 probe=probe_years_until),
+            Case("grow's jaxpr on other types",
+                 ("grow", [[[1.0, 2.0], [3.0, 4.0]], 0.5, 2], ["cond", "loop"]),
+                 probe=probe_staged),
+        ),
+        error_hints={
+            "TracerBoolConversionError": (
+                "An if (or while) on a traced value: Python needs True or False while "
+                "tracing. Stage the choice with lax.cond(pred, true_fun, false_fun, x) and the "
+                "loop with lax.while_loop(cond_fun, body_fun, init)."),
+            "TracerIntegerConversionError": (
+                "range(years) with a traced years: Python needs the count while tracing. Use "
+                "lax.fori_loop(0, years, body, x), whose bounds may be traced."),
+            "TypeError": (
+                "Both branches of lax.cond and a loop body must return exactly the types they "
+                "were given (shape and dtype), and a while_loop's cond_fun must return a "
+                "boolean scalar (reduce an array with mnp.sum first)."),
+        },
+    ),
+    Exercise(
+        id="ex05_while_impl", points=3, title="The interpreter rule of while",
+        chapter="05_control_flow", section="4. Loops: `lax.while_loop` and `lax.fori_loop`",
+        hint=("The operands are cond's captured values, then the body's, then the carry: split "
+              "them with cond_nconsts and body_nconsts. Sub-jaxprs have no constvars, so call "
+              "mj.eval_jaxpr(cond_jaxpr, (), *cond_consts, *carry) and "
+              "mj.eval_jaxpr(body_jaxpr, (), *body_consts, *carry); loop while the first "
+              "(only) output of cond is true, and return the carry as a list."),
+        probe=probe_while_in_eval,
+        reference=_reference_while_impl,
+        public=(
+            Case("called directly: halve 10.0 until <= 1", (10.0, 1.0),
+                 probe=probe_while_direct),
+            _program("countdown"),
+            _program("limit_and_step"),
+            _program("sqrt_newton"),
+        ),
+        hidden=(
+            Case("called directly: no iteration", (0.5, 1.0), probe=probe_while_direct),
+            _program("two_bounds"),
+            _program("body_only"),
+            _program("never_runs"),
+            _program("triangle"),
+            _program("clip_growth"),
+            _program("collatz"),
+            _program("in_branch_true"),
+            _program("in_branch_false"),
+            _program("in_fori"),
+            _program("captured_array"),
+            _program("eager"),
+        ),
+        error_hints={
+            "EvalError": (
+                "eval_jaxpr failed inside a while equation (the message names the error). "
+                "Check the split: args = cond consts, body consts, carry; pass () as the "
+                "consts of eval_jaxpr and the captured values as leading arguments; return "
+                "the carry (a list), not cond's output."),
+            "TypeError": (
+                "eval_jaxpr(jaxpr, consts, *args) needs exactly as many args as the jaxpr has "
+                "inputs: cond_jaxpr takes cond's captured values then the carry, body_jaxpr "
+                "the body's captured values then the carry."),
+        },
+    ),
+]

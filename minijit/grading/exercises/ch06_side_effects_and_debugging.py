@@ -1,0 +1,282 @@
+"""Chapter 06 (side effects and debugging): staged printing, a leaked tracer, a recompile storm.
+
+- ``ex06_debug_print`` (side effects): replace a Python ``print`` in a jitted function with
+  ``mj.debug.print`` so that it prints on every call, with values. Graded on the printed text:
+  the probe empties the function's cache, calls it several times (a new shape included) while
+  capturing stdout, and compares the lines with the reference's.
+- ``ex06_leak`` (leaked tracers): the given ``update`` appends a traced value to a global
+  list. The fixed ``update`` / ``run`` must run under ``mj.checking_leaks()`` (the probe
+  empties ``update``'s cache so that it traces there) and give the right values.
+- ``ex06_recompiles`` (recompilation storms): three drivers that retrace on (almost) every
+  call, for three different reasons. The learner names each cause from a fixed list (graded
+  exactly, in hidden cases only, so that ``check()`` never shows the answer) and fixes each
+  driver. The fixes are graded by counting traces over fixed call sequences: the probe
+  empties every jit cache first, then counts calls of ``JitFunction._compile`` (one per
+  trace, whichever jitted function, even one created during the call).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijit.grading.cases import Case, Exercise
+from minijit.grading.probing import get, printed
+
+# ------------------------------------------------------------------------ ex06_debug_print
+
+
+def probe_debug_print(ns, arrays):
+    normalize = get(ns, "normalize")
+    if not hasattr(normalize, "trace_count") or not hasattr(normalize, "clear_cache"):
+        raise TypeError("normalize must stay a jitted function (keep the @mj.jit)")
+    normalize.clear_cache()  # so that every new shape in this case traces again
+    before = normalize.trace_count
+
+    def calls():
+        return [np.asarray(normalize(np.asarray(a, dtype=np.float64))) for a in arrays]
+
+    values, text = printed(calls)
+    return {"lines": text.splitlines(), "values": values,
+            "traces": normalize.trace_count - before}
+
+
+def _reference_debug_print():
+    import minijit as mj
+    import minijit.numpy as mnp
+
+    @mj.jit
+    def normalize(x):
+        total = mnp.sum(x)
+        mj.debug.print("total = {:.2f}", total)
+        return x / total
+
+    return {"normalize": normalize}
+
+
+# ------------------------------------------------------------------------ ex06_leak
+
+
+def probe_leak(ns, x, steps, repeat):
+    import minijit as mj
+
+    update, run = get(ns, "update"), get(ns, "run")
+    if not hasattr(update, "trace_count") or not hasattr(update, "clear_cache"):
+        raise TypeError("update must stay a jitted function (keep the @mj.jit)")
+    update.clear_cache()  # so that update traces again, under the leak checker
+    before = update.trace_count
+    with mj.checking_leaks():
+        for _ in range(repeat):  # run again: the result must not depend on earlier runs
+            x_out, norms = run(np.asarray(x, dtype=np.float64), steps)
+    if type(norms) not in (list, tuple):
+        raise TypeError(f"run must return (x, norms) with norms a list, got "
+                        f"{type(norms).__name__}")
+    return {"x": np.asarray(x_out), "norms": [float(n) for n in norms],
+            "traced_under_the_checker": update.trace_count > before}
+
+
+def _reference_leak():
+    import minijit as mj
+    import minijit.numpy as mnp
+
+    @mj.jit
+    def update(x):
+        g = mnp.tanh(x)
+        return x - 0.5 * g, mnp.sqrt(mnp.sum(g * g))
+
+    def run(x, steps):
+        norms = []
+        for _ in range(steps):
+            x, norm = update(x)
+            norms.append(float(norm))
+        return x, norms
+
+    return {"update": update, "run": run}
+
+
+# ------------------------------------------------------------------------ ex06_recompiles
+
+CAUSES = ("shape", "dtype", "weak_type", "static_value", "new_function")
+
+
+def probe_diagnosis_valid(ns, causes):
+    diagnosis = get(ns, "DIAGNOSIS")
+    if type(diagnosis) is not dict:
+        raise TypeError(f"DIAGNOSIS must be a dict, got {type(diagnosis).__name__}")
+    return {name: diagnosis.get(name) in causes
+            for name in ("simulate", "train", "apply_gains")}
+
+
+def probe_diagnosis(ns, name):
+    diagnosis = get(ns, "DIAGNOSIS")
+    if type(diagnosis) is not dict:
+        raise TypeError(f"DIAGNOSIS must be a dict, got {type(diagnosis).__name__}")
+    answer = diagnosis.get(name)
+    return answer if type(answer) is str else repr(answer)
+
+
+def probe_traces(ns, driver, x, args, repeat):
+    """Run ``driver(x, args)`` ``repeat`` times from empty caches; the last result and the
+    number of traces (a fixed driver traces once, however often it is called)."""
+    import importlib
+
+    jit_module = importlib.import_module("minijit.jit")
+    fn = get(ns, driver)
+    if driver == "apply_gains":  # gains of several Python and NumPy types: [kind, value]
+        kinds = {"int": int, "float": float, "np.float64": np.float64,
+                 "np.int64": np.int64, "0-d array": lambda v: np.asarray(v, np.float64)}
+        args = [kinds[kind](value) for kind, value in args]
+    # Empty every jit cache, so that a warm cache (an earlier run of this case, the
+    # notebook's own calls) cannot hide a retrace or fake a fix.
+    for per_function in list(jit_module._caches.values()):
+        for cache in per_function.values():
+            cache.entries.clear()
+            cache.fast.clear()
+    compile_ = jit_module.JitFunction._compile
+    traces = []
+
+    def counting_compile(self, split):
+        traces.append(1)
+        return compile_(self, split)
+
+    jit_module.JitFunction._compile = counting_compile
+    try:
+        for _ in range(repeat):
+            out = fn(np.asarray(x, dtype=np.float64), args)
+    finally:
+        jit_module.JitFunction._compile = compile_
+    return {"result": np.asarray(out), "traces": len(traces)}
+
+
+def _reference_recompiles():
+    import minijit as mj
+    import minijit.numpy as mnp
+
+    def decay(x, rate):
+        return x * mnp.exp(-rate)
+
+    decay_jit = mj.jit(decay)  # rate is traced: one trace for all rates
+
+    def simulate(x, rates):
+        for rate in rates:
+            x = decay_jit(x, rate)
+        return x
+
+    smooth_step = mj.jit(lambda v: v - 0.1 * mnp.tanh(v))  # created once, reused
+
+    def train(x, steps):
+        for _ in range(steps):
+            x = smooth_step(x)
+        return x
+
+    @mj.jit
+    def gain(x, g):
+        return x * g
+
+    def apply_gains(x, gains):
+        for g in gains:
+            x = gain(x, float(g))  # one type at the boundary
+        return x
+
+    return {"DIAGNOSIS": {"simulate": "static_value", "train": "new_function",
+                          "apply_gains": "weak_type"},
+            "simulate": simulate, "train": train, "apply_gains": apply_gains}
+
+
+EXERCISES = [
+    Exercise(
+        id="ex06_debug_print", points=2, title="Print on every call with mj.debug.print",
+        chapter="06_side_effects_and_debugging",
+        section="2. `print` versus `mj.debug.print`",
+        hint=("Python's print runs while tracing only, once per new shape, and shows a "
+              "tracer. Delete it and stage the print instead: "
+              "mj.debug.print(\"total = {:.2f}\", total) runs every time the compiled "
+              "function runs, with the value. Keep @mj.jit."),
+        probe=probe_debug_print,
+        reference=_reference_debug_print,
+        public=(
+            Case("[1, 2, 3] three times, then [1, 1]",
+                 ([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [1.0, 1.0]],)),
+        ),
+        hidden=(
+            Case("new values, same shape", ([[0.5, 0.25], [4.0, 6.0], [0.125, 0.125]],)),
+            Case("shapes come and go",
+                 ([[1.0], [2.0, 3.0], [4.0], [1.0, 2.0, 3.0, 4.0], [5.0, 5.0]],)),
+            Case("2-d and negative totals",
+                 ([[[1.0, 2.0], [3.0, 4.0]], [-1.0, -2.5], [[2.0, 2.0], [2.0, 2.0]]],)),
+        ),
+    ),
+    Exercise(
+        id="ex06_leak", points=2, title="Find and fix a leaked tracer",
+        chapter="06_side_effects_and_debugging", section="4. Leaked tracers",
+        hint=("update appends a traced value to a global list: after the trace that value is "
+              "a dead tracer, and on a cache hit nothing is appended at all. Return the norm "
+              "from the jitted update (return new_x, norm) and let run, outside jit, append "
+              "float(norm) to a list it creates and returns."),
+        probe=probe_leak,
+        reference=_reference_leak,
+        public=(
+            Case("x = [1, -2, 0.5], 3 steps", ([1.0, -2.0, 0.5], 3, 1)),
+        ),
+        hidden=(
+            Case("one step", ([0.25, 4.0], 1, 1)),
+            Case("a single element, 2 steps", ([3.0], 2, 1)),
+            Case("2-d x, 6 steps", ([[1.0, 2.0], [-3.0, 0.0]], 6, 1)),
+            Case("run twice in a row: a fresh list each time", ([2.0, 2.0, 2.0], 4, 2)),
+        ),
+        error_hints={
+            "UnexpectedTracerError": (
+                "A tracer still escapes the trace of update (into a global, a list or an "
+                "attribute). Return it from update instead, and turn it into a number "
+                "(float(...)) outside the jitted function."),
+            "ConcretizationTypeError": (
+                "float(...) inside the jitted function sees a tracer: return the traced norm "
+                "and convert it outside, in run."),
+        },
+    ),
+    Exercise(
+        id="ex06_recompiles", points=3, title="Diagnose and fix three recompile storms",
+        chapter="06_side_effects_and_debugging", section="6. Counting compiles",
+        hint=("Read each storm's cache-miss explanation (explain_cache_misses). '(static), now "
+              "... and before ...' is a static argument with a new value: make it a traced "
+              "argument. 'never seen function' is a function (a lambda, or a jit(...)) created "
+              "again on every call: create the jitted function once, outside the loop. 'a "
+              "Python scalar is weakly typed' is a Python number one call and a NumPy one the "
+              "next: convert at the boundary, e.g. float(g). Each fixed driver must trace "
+              "once per call sequence."),
+        probe=probe_traces,
+        reference=_reference_recompiles,
+        public=(
+            Case("each DIAGNOSIS is one of the causes offered", (list(CAUSES),),
+                 probe=probe_diagnosis_valid,
+                 hint=("DIAGNOSIS must map each of \"simulate\", \"train\" and "
+                       "\"apply_gains\" to one of the strings in CAUSES.")),
+            Case("simulate, 8 rates", ("simulate", [1.0, 2.0, 3.0],
+                                       [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 1)),
+            Case("train, 6 steps", ("train", [2.0, -1.0], 6, 1)),
+            Case("apply_gains, 6 gains",
+                 ("apply_gains", [1.0, 2.0, 4.0],
+                  [["int", 2], ["float", 0.5], ["np.float64", 1.5], ["int", 3],
+                   ["float", 0.25], ["np.float64", 2.0]], 1)),
+        ),
+        hidden=(
+            Case("the cause of simulate's storm", ("simulate",), probe=probe_diagnosis),
+            Case("the cause of train's storm", ("train",), probe=probe_diagnosis),
+            Case("the cause of apply_gains's storm", ("apply_gains",), probe=probe_diagnosis),
+            Case("simulate, 20 rates on a 2-d x",
+                 ("simulate", [[0.5, 1.5], [2.5, 3.5]], [0.05 * k for k in range(20)], 1)),
+            Case("simulate called 3 times", ("simulate", [4.0], [0.5, 0.25, 0.125], 3)),
+            Case("train, 15 steps", ("train", [0.5, 3.0, -2.0, 8.0], 15, 1)),
+            Case("train called 3 times", ("train", [1.0, 1.0, 1.0], 2, 3)),
+            Case("apply_gains, every kind of number",
+                 ("apply_gains", [[1.0], [-2.0]],
+                  [["np.int64", 3], ["0-d array", 0.5], ["float", 2.0], ["int", 1],
+                   ["np.float64", 0.75], ["0-d array", 4.0], ["int", 2]], 1)),
+            Case("apply_gains called 2 times",
+                 ("apply_gains", [0.5, 1.5], [["float", 2.0], ["np.float64", 4.0]], 2)),
+        ),
+        error_hints={
+            "NameError": ("Define DIAGNOSIS and the three fixed drivers (simulate, train, "
+                          "apply_gains) in the exercise cell, and run it."),
+        },
+    ),
+]

@@ -1,0 +1,138 @@
+"""Chapter 08 (code generation): the Numba rule of a new primitive.
+
+``ex08_softplus_rule`` (build): ``softplus_rule(args, eqn)``, the entry of a new elementwise
+primitive, softplus(x) = log(1 + e^x), in ``minijit.codegen.scalar_rules.SCALAR_RULES``: the
+Python expression for one element of the result, given the operand's expression. The naive
+formula overflows (e^x is inf for x > 709 in float64, 88 in float32) and ``log(1 + tiny)``
+rounds tiny values away; the stable one is ``max(x, 0) + log1p(exp(-|x|))``.
+
+Graded by compiling programs that use the primitive with ``backend="numba"``: broadcasting,
+fused with other operations, inside a reduction and a ``fori_loop``, on a rank-0 value, in
+float32 and float64. The expected outputs are those of the same programs compiled with the
+reference rule; they agree with ``mj.eval_jaxpr`` (NumPy's ``logaddexp``) to 1e-13 relative
+in float64 and 1e-6 in float32 (checked when the cases were chosen), well inside the cases'
+tolerances (1e-9 and 1e-5). The values reach +-1000, so a rule that overflows fails; one
+hidden case stays within +-32, where only precision matters (partial credit for a rule that
+is precise but overflows).
+
+The probe makes the primitive itself (a fresh ``Primitive`` with the notebook's shape rule
+and NumPy implementation), installs the learner's rule into ``SCALAR_RULES`` and the
+primitive into ``UNARY`` and ``ELEMENTWISE``, and removes every entry in a ``finally``: only
+the learner's ``softplus_rule`` comes from the notebook (``disable_jit`` is forced off, so a
+notebook that left it on cannot bypass the rule), and minijit's tables are left as they
+were. Each case compiles one program (one Numba compile, 0.5 to a few seconds), so there
+are four; the grader's own process compiles the reference's four once per grading run, and
+Numba's disk cache (chapter 08) makes identical generated source free in later processes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijit.grading.cases import Case, Exercise
+from minijit.grading.probing import get
+
+
+def probe_softplus_rule(ns, program, inputs):
+    import minijit as mj
+    import minijit.numpy as mnp
+    from minijit import lax
+    from minijit.codegen.scalar_rules import SCALAR_RULES
+    from minijit.core import ELEMENTWISE, UNARY, Primitive, abstract_eval_rules, impl_rules
+
+    rule = get(ns, "softplus_rule")
+    if not callable(rule):
+        raise TypeError("softplus_rule must be a function (args, eqn) -> str")
+
+    def shape_rule(x):
+        if x.dtype.kind != "f":
+            raise TypeError(f"softplus needs floating-point inputs, got {x.str_short()}")
+        return [x]
+
+    softplus_p = Primitive("softplus")  # fresh: the learner's rule is its only Numba rule
+    abstract_eval_rules[softplus_p] = shape_rule
+    impl_rules[softplus_p] = lambda x: [np.logaddexp(x.dtype.type(0), x)]
+    SCALAR_RULES[softplus_p] = rule
+    UNARY.add(softplus_p)
+    ELEMENTWISE.add(softplus_p)
+    try:
+        # a program from the case list (trusted text, not the learner's)
+        f = eval(program, {"mnp": mnp, "lax": lax, "softplus": softplus_p.bind})
+        args = [np.asarray(values, dtype=dtype) for values, dtype in inputs]
+        with mj.config.override("disable_jit", False):  # whatever the notebook set
+            outs = mj.jit(f, backend="numba")(*args)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return [np.asarray(o) for o in outs]
+    finally:
+        for table in (abstract_eval_rules, impl_rules, SCALAR_RULES):
+            table.pop(softplus_p, None)
+        UNARY.discard(softplus_p)
+        ELEMENTWISE.discard(softplus_p)
+
+
+def _reference_softplus_rule(args, eqn):
+    x = args[0]
+    return f"(np.log1p(np.exp(-abs({x}))) + max({x}, 0.0))"
+
+
+# Values that show both pitfalls: overflow (800 and 1000; 120 in float32) and log(1 + tiny)
+# (-20, -40). No softplus input falls in (-745, -708) (float64) or (-104, -87) (float32),
+# where e^x is subnormal and a correct rule may differ from NumPy in all but the leading bits
+# of a result that is nearly zero.
+_WIDE = [-1000.0, -40.0, -20.0, -3.0, -0.5, 0.0, 0.25, 2.0, 15.0, 40.0, 800.0, 1000.0]
+_WIDE32 = [-1000.0, -40.0, -20.0, -3.0, -0.5, 0.0, 0.25, 2.0, 15.0, 40.0, 120.0, 1000.0]
+# Where nothing overflows, but log(1 + tiny) still loses the small results
+_MODERATE = [-30.0, -12.0, -3.0, -1.0, -0.25, 0.0, 0.5, 1.0, 2.5, 6.0, 12.0, 30.0]
+_F64 = {"rtol": 1e-9, "atol": 1e-300}
+_F32 = {"rtol": 1e-5, "atol": 1e-35}
+
+
+def _program(name: str, program: str, inputs: list, tolerance: dict) -> Case:
+    return Case(name, (program, inputs), **tolerance)
+
+
+PUBLIC = (
+    _program("float64: softplus(2x + b), b broadcast along the rows",
+             "lambda x, b: softplus(2.0 * x + b) - 0.5 * x",
+             [[[_WIDE, [v / 2 for v in _WIDE]], "float64"], [_WIDE[::-1], "float64"]], _F64),
+    _program("float32: a row sum of softplus, and softplus of the maximum (rank 0)",
+             "lambda x: (mnp.sum(softplus(x), axis=1), softplus(mnp.max(x)))",
+             [[[_WIDE32, _WIDE32[::-1]], "float32"]], _F32),
+)
+HIDDEN = (
+    _program("float64, moderate values: a column broadcast, and four softplus steps in a "
+             "fori_loop",
+             "lambda x, c: (softplus(x - c), "
+             "lax.fori_loop(0, 4, lambda i, y: softplus(y - c) * 0.5, x))",
+             [[[_MODERATE, _MODERATE[::-1], [v * 0.1 for v in _MODERATE]], "float64"],
+              [[[1.0], [-2.0], [0.5]], "float64"]], _F64),
+    _program("float32: softplus of a negated input and of an outer sum, two outputs",
+             "lambda x, y: (softplus(-x), mnp.max(softplus(x[:, None] + y), axis=0))",
+             [[_WIDE32, "float32"], [[-30.0, 0.0, 7.5, 95.0], "float32"]], _F32),
+)
+
+
+EXERCISES = [
+    Exercise(
+        id="ex08_softplus_rule", points=3, title="The Numba rule of a new primitive",
+        chapter="08_code_generation", section="6. When Numba cannot compile something",
+        hint=("The rule returns a string: the expression for one element, built from "
+              "args[0] (itself an expression, such as 'a' or 'x[i0, i1]'). The naive "
+              "np.log(1 + np.exp(x)) overflows to inf for large x (above 709 in float64, 88 "
+              "in float32): for x > 0, log(1 + e^x) = x + log(1 + e^-x), and e^-|x| never "
+              "overflows. And log(1 + t) rounds a tiny t away (softplus(-40) becomes 0): "
+              "np.log1p(t) keeps it. Section 2 (\u201cReading minijit's generated "
+              "source\u201d) shows the rules of the other primitives."),
+        probe=probe_softplus_rule,
+        reference=lambda: {"softplus_rule": _reference_softplus_rule},
+        public=PUBLIC,
+        hidden=HIDDEN,
+        error_hints={
+            "CodegenError": (
+                "Numba could not compile the code your rule wrote. The generated module "
+                "imports only numpy (as np) and numba: use np.log1p, np.exp, abs and max, "
+                "not math.log1p; print jitted.lower(x).as_text() to read the source."),
+            "IndexError": "softplus has one operand: args is a list of one string, args[0].",
+        },
+    ),
+]
