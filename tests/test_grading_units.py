@@ -280,7 +280,7 @@ def test_check_report_pass_and_fail():
     text, html = str(bad), bad._repr_html_()
     assert "expected: f64[3] [11.0, 22.0, 33.0]" in text
     assert "Reread chapters/00_demo.ipynb" in text and "Adding" in text
-    assert "<table>" in html and "\u274c fail" in html and "Hint:" in html
+    assert "<table>" in html and "\u2718 fail" in html and "Hint:" in html
     assert "2-d broadcast" not in text + html  # hidden cases are not run here
 
 

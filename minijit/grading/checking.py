@@ -89,7 +89,7 @@ class CheckReport:
                '<table><thead><tr><th>case</th><th>result</th><th>expected</th>'
                "<th>got</th></tr></thead><tbody>"]
         for r in self.rows:
-            verdict = "\u2705 pass" if r.passed else "\u274c fail"
+            verdict = "\u2714 pass" if r.passed else "\u2718 fail"  # in every common font
             out.append(f"<tr><td><code>{esc(r.name)}</code></td><td>{verdict}</td>"
                        f"<td><code>{esc(describe(r.expected))}</code></td>"
                        f"<td><code>{esc(describe(r.got))}</code></td></tr>")
