@@ -227,3 +227,10 @@ def test_disable_jit_still_means_eager():
     with mj.disable_jit():
         f(np.ones(3))
     assert seen == [3.0]
+
+
+def test_the_library_default_backend_is_numba():
+    out = subprocess.run([sys.executable, "-c", "import minijit; print(minijit.config."
+                          "default_backend, minijit.jit(lambda x: x).backend.name)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["numba", "numba"]
