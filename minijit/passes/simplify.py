@@ -11,7 +11,8 @@ integers: `x * 0 -> 0` is wrong for floats (`nan * 0` is nan, `-1.0 * 0` is `-0.
 
 Extending it: write `def rule(eqn) -> None | Atom | list[Eqn]` and register it with
 `@rule_for(some_p)`. Return an existing atom that equals the output, or new equations that
-define the equation's own outvars, or None to leave the equation alone.
+define the equation's own outvars (simplified in turn, so never the equation itself), or
+None to leave the equation alone.
 """
 
 from __future__ import annotations
@@ -156,6 +157,8 @@ def _identity_shape_op(eqn):
         P.slice_p: not p.get("strides") or all(s == 1 for s in p["strides"]),
         P.rev_p: not p.get("dimensions"),
     }.get(eqn.primitive, not p.get("axes"))
+    if eqn.primitive is P.reduce_sum_p and not _exact_int(eqn):
+        trivial = False  # a sum starts from 0.0, and 0.0 + -0.0 is 0.0 (as for `x + 0.0`)
     return x if trivial else None
 
 
@@ -176,7 +179,9 @@ def simplify_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     producers: dict[int, Eqn] = {}
     eqns: list[Eqn] = []
     changed = False
-    for eqn in jaxpr.eqns:
+    pending = list(reversed(jaxpr.eqns))
+    while pending:
+        eqn = pending.pop()
         new = map_subjaxprs(subst.eqn(eqn), simplify_jaxpr)
         changed |= new is not eqn
         result = _double_application(new, producers)
@@ -187,10 +192,9 @@ def simplify_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
         if result is None:
             eqns.append(new)
             producers.update((id(v), new) for v in new.outvars)
-        elif isinstance(result, list):
+        elif isinstance(result, list):  # simplified in turn: `1 ** 2 -> 1 * 1 -> 1`
             changed = True
-            eqns.extend(result)
-            producers.update((id(v), e) for e in result for v in e.outvars)
+            pending.extend(reversed(result))
         else:
             changed = True
             subst[new.outvars[0]] = result
