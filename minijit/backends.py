@@ -15,6 +15,7 @@ import numpy as np
 from minijit import primitives as P
 from minijit.interpret import eval_jaxpr
 from minijit.ir import ClosedJaxpr, Jaxpr, Var, subjaxprs
+from minijit.passes.fuse_elementwise import fused_p
 
 # Primitives whose result may be a view of their operand (NumPy reshapes and slices do not
 # copy, and generated code does the same).
@@ -29,7 +30,9 @@ def outputs_that_may_alias(jaxpr: Jaxpr) -> list[bool]:
     aliased = {id(v) for v in (*jaxpr.constvars, *jaxpr.invars)}
     for eqn in jaxpr.eqns:
         reads_alias = any(isinstance(a, Var) and id(a) in aliased for a in eqn.invars)
-        if reads_alias and (eqn.primitive in _VIEWS or subjaxprs(eqn)):
+        # Control flow may hand an operand straight back; a fused kernel always writes anew.
+        passes_through = subjaxprs(eqn) and eqn.primitive is not fused_p
+        if reads_alias and (eqn.primitive in _VIEWS or passes_through):
             aliased.update(id(v) for v in eqn.outvars)
     return [isinstance(a, Var) and id(a) in aliased for a in jaxpr.outvars]
 

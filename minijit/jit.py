@@ -20,6 +20,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 import numpy as np
@@ -82,9 +83,8 @@ class CacheEntry:
     calls: int = 0
     execute_s: float = 0.0  # total time spent running it
 
-    @property
-    def single_output(self) -> bool:
-        return self.out_tree.kind == "leaf"
+    def __post_init__(self):
+        self.single = self.out_tree.kind == "leaf"  # one array out: no pytree to rebuild
 
 
 @dataclass
@@ -113,6 +113,7 @@ _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _seen_code: dict[Any, str] = {}
 # arrays whose buffers were donated, by id: using them again raises
 _donated: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_donated_any = [False]  # set once anything is donated: keeps the fast path's check cheap
 
 
 def _cache_for(fun, options) -> Cache:
@@ -159,22 +160,28 @@ class JitFunction:
                              or self.spec.donate_argnums)
 
     # -- calling
-    @errors.api_boundary
     def __call__(self, *args, **kwargs):
+        # The fast path: a cached signature of plain contiguous arrays, nothing static or
+        # donated. It does as little as possible (a cached call should cost microseconds).
+        if self._fast_ok and not kwargs and not trace_stack and not _donated_any[0] and not (
+                _config_values["disable_jit"]):
+            entry = self._cache.fast.get(_fast_key(args))
+            if entry is not None:
+                t0 = perf_counter()
+                outs = entry.executable.fast_call(args)
+                entry.execute_s += perf_counter() - t0
+                entry.calls += 1
+                if entry.single:
+                    return outs[0].view(Array)
+                return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
+        return self._call(args, kwargs)
+
+    @errors.api_boundary
+    def _call(self, args, kwargs):
         if _config_values["disable_jit"]:
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
         if trace_stack:  # called while tracing another function: inline it
             return self.fun(*args, **kwargs)
-        if self._fast_ok and not kwargs:
-            entry = self._cache.fast.get(_fast_key(args))
-            if entry is not None and not _donated:
-                t0 = time.perf_counter()
-                outs = entry.executable.fast_call(args)
-                entry.execute_s += time.perf_counter() - t0
-                entry.calls += 1
-                if entry.single_output:
-                    return outs[0].view(Array)
-                return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
         split = split_args(self.spec, args, kwargs)
         entry = self._cache.entries.get(split.key)
         if entry is None:
@@ -184,9 +191,9 @@ class JitFunction:
         leaves = split.leaves
         if _donated:
             _check_not_donated(leaves, split.leaf_names, self.spec.fun_name)
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         outs = entry.executable(*leaves)
-        entry.execute_s += time.perf_counter() - t0
+        entry.execute_s += perf_counter() - t0
         entry.calls += 1
         if self.spec.donate_argnums:
             _mark_donated(leaves, split.donated)
@@ -380,7 +387,7 @@ def _fast_key(args) -> tuple | None:
         if (type(a) is not np.ndarray and type(a) is not Array) or not a.shape or not (
                 a.flags.c_contiguous):
             return None
-        key.append((a.shape, a.dtype))
+        key.append((a.shape, a.dtype.num))  # dtype.num hashes faster than the dtype
     return tuple(key)
 
 
@@ -404,4 +411,5 @@ def _mark_donated(leaves, donated):
     for leaf, d in zip(leaves, donated):
         if d and isinstance(leaf, np.ndarray):
             _donated[id(leaf)] = leaf
+            _donated_any[0] = True
             leaf.flags.writeable = False

@@ -36,9 +36,11 @@ class NumbaExecutable:
         self._any_scalar_out = any(self._scalar_out)
         self.aliased = outputs_that_may_alias(closed.jaxpr)
         self._any_aliased = any(self.aliased)
+        self._buffer_specs = [(a.shape, a.dtype) for a in self.source.out_avals]
+        self._plain = not (self._any_scalar_out or self._any_aliased)
 
     def _buffers(self) -> list[np.ndarray]:
-        return [np.empty(a.shape, a.dtype) for a in self.source.out_avals]
+        return [np.empty(shape, dtype) for shape, dtype in self._buffer_specs]
 
     def __call__(self, *args):
         args = [_boundary(x, a) for x, a in zip(args, self.in_avals)]
@@ -49,9 +51,12 @@ class NumbaExecutable:
 
     def fast_call(self, args):
         """Called with C-contiguous arrays of exactly the compiled types: no conversion."""
-        if self._any_scalar_out or self._any_aliased:
+        if not self._plain:
             return self(*args)
-        return self.entry(*self.consts, *args, *self._buffers())
+        if self.consts or len(self._buffer_specs) != 1:
+            return self.entry(*self.consts, *args, *self._buffers())
+        shape, dtype = self._buffer_specs[0]  # the common case: one output, no constants
+        return self.entry(*args, np.empty(shape, dtype))
 
     def as_text(self) -> str:
         return self.source.text

@@ -57,13 +57,24 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
                      else f"{outer} = {given}" if given else
                      f"{outer} = np.empty({tuple(v.aval.shape)}, np.{dtype_name(v.aval.dtype)})")
     acc = None
+    # Reducing the trailing axes (a row-wise sum): the accumulator lives in a register for
+    # each row and is stored once, after the inner loops.
+    in_register = False
     if reduction:
         axes = set(last.params["axes"])
         dt = last.outvars[0].aval.dtype
         kept = [i for k, i in enumerate(idx) if k not in axes]
         acc_name = outputs.get(id(last.outvars[0])) or name(last.outvars[0])
         init = _REDUCE_INIT[last.primitive](dt)
-        if kept:
+        n_kept = len(shape) - len(axes)
+        in_register = bool(kept) and axes == set(range(n_kept, len(shape)))
+        if in_register:
+            kept_shape = tuple(shape[:n_kept])
+            given = out.prealloc.get(acc_name)
+            out.line(f"{acc_name} = {given}" if given else
+                     f"{acc_name} = np.empty({kept_shape}, np.{dtype_name(dt)})")
+            acc = f"_acc_{acc_name}"
+        elif kept:
             kept_shape = tuple(d for k, d in enumerate(shape) if k not in axes)
             given = out.prealloc.get(acc_name)
             if given:
@@ -88,6 +99,8 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             env[id(v)] = outer  # read through broadcast_in_dim's index arithmetic
 
     for k, d in enumerate(shape):
+        if in_register and k == n_kept:
+            out.line(f"{acc} = {init}")
         out.line(f"for {idx[k]} in range({d}):")
         out.indent += 1
     for v, outer in full_inputs:
@@ -105,7 +118,12 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     for v, outer in zip(kernel.outvars, out_names):
         if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
             out.line(f"{outer}[{index}] = {atom(v)}" if shape else f"{outer}[()] = {atom(v)}")
-    out.indent -= len(shape)
+    if in_register:
+        out.indent -= len(shape) - n_kept
+        out.line(f"{acc_name}[{', '.join(kept)}] = {acc}")
+        out.indent -= n_kept
+    else:
+        out.indent -= len(shape)
 
 
 def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name) -> None:

@@ -122,6 +122,8 @@ class Lowering:
                 if isinstance(a, Var):
                     readers.setdefault(id(a), set()).add(e.primitive)
         outputs = {id(a) for a in jaxpr.outvars}
+        kernel_made = {id(o) for e in jaxpr.eqns if e.primitive in kernel_prims
+                       for o in e.outvars}
         owner: dict[int, Var] = {}  # buffer -> the last value that held it
         for b, k in plan.reused_from_input.items():  # donated arguments' arrays
             owner[b] = jaxpr.invars[k]
@@ -132,9 +134,16 @@ class Lowering:
             prev = owner.get(b)
             if (prev is not None and prev.aval.shape == v.aval.shape
                     and prev.aval.dtype == v.aval.dtype and id(prev) not in outputs
-                    and readers.get(id(prev), set()) <= kernel_prims
-                    and self.name(v) not in self.prealloc):
-                self.reuse[self.name(v)] = self.name(prev)
+                    and readers.get(id(prev), set()) <= kernel_prims):
+                name, prev_name = self.name(v), self.name(prev)
+                if name not in self.prealloc:
+                    self.reuse[name] = prev_name
+                elif id(prev) in kernel_made and prev_name not in self.reuse and (
+                        prev_name not in self.prealloc):
+                    # An output computed in place from a dead temporary (softmax's last
+                    # division): the temporary is written into the caller's buffer instead.
+                    self.prealloc[prev_name] = self.prealloc.pop(name)
+                    self.reuse[name] = prev_name
             owner[b] = v
 
     def describe(self, eqn: Eqn) -> str:

@@ -1,0 +1,746 @@
+"""minijit side by side with NumPy, numexpr, hand-written Numba and JAX: one command.
+
+    python benchmarks/bench_minijit.py                 # everything (a few minutes)
+    python benchmarks/bench_minijit.py --quick         # small sizes, few repeats (smoke test)
+    python benchmarks/bench_minijit.py --only W1,W3 --out /tmp/bench
+
+Writes DIR/results.md (the table, also printed), DIR/results.json (every number),
+DIR/w1_gelu.png (W1: time against n, log-log) and DIR/ratios.png (the other workloads, time
+relative to hand-written Numba); DIR defaults to benchmarks/results/ (git-ignored).
+
+Workloads (see workloads.py and README.md): W1 GELU, W2 softmax, W3 relu(A @ B + b), W4 Newton
+and Mandelbrot loops, W5 the cost of one cached call, W6 the first call (cold in this process;
+in a new process with a warm disk cache), MEM the peak memory of W1. Every contender's result
+is checked against NumPy's before it is timed; a wrong one is reported as FAILED. Timings are
+medians of repeated runs, the contenders of a workload interleaved run by run, so that a
+change of load on a shared machine hits all of them alike: compare ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+
+def _early_threads(argv: list[str]) -> str:
+    """--threads, read before NumPy is imported (BLAS reads its thread count at load time)."""
+    for k, a in enumerate(argv):
+        if a == "--threads" and k + 1 < len(argv):
+            return argv[k + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+for _var in THREAD_VARS:
+    os.environ.setdefault(_var, _early_threads(sys.argv[1:]))
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import gc  # noqa: E402
+import inspect  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import workloads as W  # noqa: E402
+
+GROUPS = ("W1", "W2", "W3", "W4", "W5", "W6", "MEM")
+perf = time.perf_counter
+
+
+# --------------------------------------------------------------------------- timing
+
+
+class Settings:
+    def __init__(self, quick: bool):
+        self.quick = quick
+        # seconds of timing per workload (all contenders together), runs, seconds per sample
+        self.budget, self.min_runs, self.max_runs = (0.25, 3, 7) if quick else (3.0, 7, 41)
+        self.sample_s = 0.004 if quick else 0.02
+        self.w6_repeats = 1 if quick else 5  # fresh functions compiled in this process
+        self.w6_processes = 1 if quick else 3  # new processes with a warm disk cache
+        self.mem_n = 10**6 if quick else 10**7
+
+
+def estimate(call: Callable[[], object]) -> float:
+    """Seconds per call, roughly (enough calls to take about a millisecond)."""
+    n, t = 1, 0.0
+    while True:
+        t0 = perf()
+        for _ in range(n):
+            call()
+        t = perf() - t0
+        if t > 1e-3 or n >= 1 << 16:
+            return t / n
+        n *= 8
+
+
+def measure(calls: dict[str, Callable[[], object]], s: Settings) -> dict[str, dict]:
+    """Median seconds per call of each callable, interleaved run by run.
+
+    A run times `number` back-to-back calls (enough to last `s.sample_s`); the number of
+    runs fits the time budget, within [min_runs, max_runs]. The garbage collector is off
+    while timing, as in `timeit`."""
+    if not calls:
+        return {}
+    est = {k: estimate(f) for k, f in calls.items()}
+    number = {k: max(1, round(s.sample_s / max(e, 1e-9))) for k, e in est.items()}
+    per_run = sum(number[k] * est[k] for k in calls) or 1e-9
+    runs = int(min(s.max_runs, max(s.min_runs, s.budget / per_run)))
+    samples: dict[str, list[float]] = {k: [] for k in calls}
+    order = list(calls)
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(runs):
+            for k in order[r % len(order):] + order[:r % len(order)]:
+                f, m = calls[k], number[k]
+                t0 = perf()
+                for _ in range(m):
+                    f()
+                samples[k].append((perf() - t0) / m)
+    finally:
+        if enabled:
+            gc.enable()
+    return {k: {"median": statistics.median(v), "min": min(v), "runs": runs,
+                "number": number[k]} for k, v in samples.items()}
+
+
+# --------------------------------------------------------------------------- W1-W5
+
+
+def run_workload(w: W.Workload, s: Settings) -> dict:
+    """Check every contender against NumPy, then time the correct ones side by side."""
+    inputs = w.make_inputs()
+    cells: dict[str, dict] = {}
+    calls: dict[str, Callable[[], object]] = {}
+    expected = None
+    for c in W.CONTENDERS:
+        impl = w.impls.get(c)
+        if impl is None:
+            cells[c] = {"status": "skipped" if c == "jax" else "n/a"}
+            continue
+        try:
+            call = impl.bind(inputs)
+            t0 = perf()
+            result = call()  # the first call compiles (Numba, minijit, JAX)
+            first = perf() - t0
+            if c == "numpy":
+                expected = np.asarray(result)
+                problem = None
+            else:
+                problem = w.check(expected, result)
+        except Exception as e:  # a contender that crashes is reported, not fatal
+            problem = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+            first = math.nan
+        if problem:
+            cells[c] = {"status": "FAILED", "why": problem}
+            if c == "numpy":  # no reference: nothing else can be checked
+                for rest in W.CONTENDERS[1:]:
+                    cells[rest] = {"status": "FAILED", "why": "no NumPy reference"}
+                break
+            continue
+        cells[c] = {"status": "ok", "first_call_s": first, "note": impl.note}
+        calls[c] = call
+    for c, m in measure(calls, s).items():
+        cells[c].update(m)
+    return {"group": w.group, "name": w.name, "size": w.size, "param": w.param,
+            "meta": w.meta, "cells": cells}
+
+
+# --------------------------------------------------------------------------- W6: first call
+
+W6_N = 1024  # no other workload uses this length, so no cache in this process has it
+
+_W6_MINIJIT = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import minijit as mj
+import minijit.numpy as mnp
+t1 = time.perf_counter()
+import minijit.codegen  # imports Numba (minijit would import it at the first call)
+t2 = time.perf_counter()
+
+
+def gelu(x):
+    return 0.5 * x * (1 + mnp.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+f = mj.jit(gelu, backend="numba")
+x = np.linspace(-3.0, 3.0, {n})
+t3 = time.perf_counter()
+y = f(x)
+t4 = time.perf_counter()
+ref = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+entry = f.cache_entries()[0]
+print(json.dumps({{"import_minijit": t1 - t0, "import_numba": t2 - t1, "first_call": t4 - t3,
+                  "compiled": sum(entry.executable.entry.stats.cache_misses.values()),
+                  "ok": bool(np.allclose(y, ref, rtol=1e-10)), "timings": entry.timings}}))
+"""
+
+_W6_NUMBA = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import numba
+t1 = time.perf_counter()
+sys.path.insert(0, {folder!r})
+from w6_numba_kernel import _gelu_loop as gelu_loop
+x = np.linspace(-3.0, 3.0, {n})
+out = np.empty_like(x)
+t3 = time.perf_counter()
+gelu_loop(x, out)
+t4 = time.perf_counter()
+ref = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+print(json.dumps({{"import_numba": t1 - t0, "first_call": t4 - t3,
+                  "compiled": sum(gelu_loop.stats.cache_misses.values()),
+                  "ok": bool(np.allclose(out, ref, rtol=1e-10))}}))
+"""
+
+
+def _numba_kernel_module() -> str:
+    """The hand-written GELU kernel as a module of its own, with `cache=True`."""
+    src = inspect.getsource(W._gelu_loop.py_func).splitlines()
+    body = "\n".join(line for line in src if not line.startswith("@"))
+    return ("import numba\nimport numpy as np\n\n\n"
+            "@numba.njit(error_model='numpy', cache=True)\n" + body + "\n")
+
+
+def _run_script(code: str, env: dict, timeout: float = 300) -> dict:
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"subprocess failed: {p.stderr.strip().splitlines()[-1:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@contextlib.contextmanager
+def _minijit_cache_dir(path: Path):
+    old = os.environ.get("MINIJIT_CACHE_DIR")
+    os.environ["MINIJIT_CACHE_DIR"] = str(path)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MINIJIT_CACHE_DIR", None)
+        else:
+            os.environ["MINIJIT_CACHE_DIR"] = old
+
+
+def w6_cold_this_process(s: Settings, tmp: Path) -> dict:
+    """The first call of a fresh jitted function here, with Numba already initialised.
+
+    A new function object and a length not used before give new generated source, so neither
+    cache can answer (the disk cache points at an empty folder). The hand-written kernel gets
+    a new dispatcher (no compiled code) for the same comparison."""
+    import numba
+
+    from minijit.codegen.compile import stats
+
+    numba.njit(lambda v: v + 1.0)(1.0)  # Numba's one-off initialisation is not the point here
+    minijit_s, numba_s, stages, ok = [], [], [], True
+    with _minijit_cache_dir(tmp / "cold_cache"):
+        for _ in range(s.w6_repeats):
+            n = 2 * W6_N + random.randrange(10**6)  # a length no cache has seen
+            (x,) = W.gelu_inputs(n, np.float64)
+            f = W.mj.jit(W.traced_programs(W.mnp, W.mlax)["gelu"], backend="numba")
+            before = stats["compiled"]
+            t0 = perf()
+            y = f(x)
+            minijit_s.append(perf() - t0)
+            ok &= stats["compiled"] == before + 1 and bool(
+                np.allclose(y, W.gelu_numpy(x), rtol=1e-10, atol=1e-12))
+            stages.append(f.cache_entries()[0].timings)
+            d = numba.njit(error_model="numpy")(W._gelu_loop.py_func)
+            out = np.empty_like(x)
+            t0 = perf()
+            d(x, out)
+            numba_s.append(perf() - t0)
+    mid = sorted(range(len(minijit_s)), key=minijit_s.__getitem__)[len(minijit_s) // 2]
+    return {"minijit": statistics.median(minijit_s), "numba": statistics.median(numba_s),
+            "minijit_all": minijit_s, "numba_all": numba_s, "stages": stages[mid], "ok": ok}
+
+
+def _warm_here(cache: Path, folder: Path) -> None:
+    """Fill both disk caches from this process: the same source as the scripts', compiled."""
+    import importlib.util
+
+    with _minijit_cache_dir(cache):
+        W.mj.jit(W.traced_programs(W.mnp, W.mlax)["gelu"], backend="numba")(
+            np.linspace(-3.0, 3.0, W6_N))
+    spec = importlib.util.spec_from_file_location("w6_numba_kernel",
+                                                  folder / "w6_numba_kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["w6_numba_kernel"] = module  # Numba's cache locator looks it up by name
+    try:
+        spec.loader.exec_module(module)
+        x = np.linspace(-3.0, 3.0, W6_N)
+        module._gelu_loop(x, np.empty_like(x))
+    finally:
+        sys.modules.pop("w6_numba_kernel", None)
+
+
+def w6_new_process(s: Settings, tmp: Path, bar) -> dict:
+    """First call in a new process: with an empty disk cache (which fills it), then warm.
+
+    --quick fills the caches from this process instead and runs the minijit and the Numba
+    process side by side (its times mean little; it checks that the machinery works)."""
+    env = dict(os.environ, MINIJIT_CACHE_DIR=str(tmp / "disk_cache"))
+    env.pop("MINIJIT_DISK_CACHE", None)
+    folder = tmp / "numba_kernel"
+    folder.mkdir()
+    (folder / "w6_numba_kernel.py").write_text(_numba_kernel_module())
+    scripts = (_W6_MINIJIT.format(n=W6_N), _W6_NUMBA.format(n=W6_N, folder=str(folder)))
+
+    def pair() -> tuple[dict, dict]:
+        if not s.quick:
+            return _run_script(scripts[0], env), _run_script(scripts[1], env)
+        with ThreadPoolExecutor(2) as pool:
+            a, b = (pool.submit(_run_script, code, env) for code in scripts)
+            return a.result(), b.result()
+
+    out: dict = {}
+    if s.quick:
+        _warm_here(tmp / "disk_cache", folder)
+    else:
+        out["minijit_cold"], out["numba_cold"] = pair()
+    bar.update(1)
+    warm = [pair() for _ in range(s.w6_processes)]
+    bar.update(1)
+
+    def median_run(runs):
+        return sorted(runs, key=lambda r: r["first_call"])[len(runs) // 2]
+
+    warm_mj, warm_nb = [w[0] for w in warm], [w[1] for w in warm]
+    out.update(minijit_warm=median_run(warm_mj), numba_warm=median_run(warm_nb))
+    runs = (*warm_mj, *warm_nb, out.get("minijit_cold"), out.get("numba_cold"))
+    out["ok"] = all(r["ok"] for r in runs if r)
+    # A warm run that compiled means the disk cache missed: the report says so.
+    out["warm_compiled"] = sum(r["compiled"] for r in (*warm_mj, *warm_nb))
+    return out
+
+
+# --------------------------------------------------------------------------- MEM
+
+
+def start_memory(s: Settings, jax_ok: bool) -> dict[str, subprocess.Popen]:
+    """Peak memory of one W1 call (float64, n = s.mem_n), each contender in a fresh process
+    (the processes run at the same time: they measure memory, not time)."""
+    # A fixed mmap threshold stops glibc from keeping freed large blocks for reuse, which
+    # would hide the measured call's allocations behind the warm-up call's.
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(1 << 20))
+    procs = {}
+    for c in W.CONTENDERS:
+        if c == "jax" and not jax_ok:
+            continue
+        procs[c] = subprocess.Popen(
+            [sys.executable, str(HERE / "workloads.py"), "--memory", c, str(s.mem_n)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return procs
+
+
+def finish_memory(procs: dict[str, subprocess.Popen], bar) -> dict:
+    out = {}
+    for c, p in procs.items():
+        stdout, stderr = p.communicate(timeout=600)
+        if p.returncode != 0:
+            out[c] = {"status": "FAILED", "why": (stderr.strip().splitlines() or ["?"])[-1]}
+        else:
+            out[c] = {"status": "ok", **json.loads(stdout.strip().splitlines()[-1])}
+            out[c]["times_output"] = out[c]["peak_extra_bytes"] / out[c]["out_bytes"]
+        bar.update(1)
+    return out
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def fmt_time(t: float) -> str:
+    if t is None or not math.isfinite(t):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if t >= scale:
+            return f"{t / scale:.3g} {unit}"
+    return f"{t / 1e-9:.3g} ns"
+
+
+def ratio(row: dict, c: str, ref: str) -> float | None:
+    a, b = row["cells"].get(c, {}), row["cells"].get(ref, {})
+    if a.get("status") == "ok" and b.get("status") == "ok":
+        return a["median"] / b["median"]
+    return None
+
+
+def fmt_ratio(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}×"
+
+
+def cell_text(row: dict, c: str) -> str:
+    cell = row["cells"][c]
+    if cell["status"] == "ok":
+        return (f"{fmt_time(cell['median'])} ({fmt_ratio(ratio(row, c, 'numba'))} / "
+                f"{fmt_ratio(ratio(row, c, 'numpy'))})")
+    if cell["status"] == "FAILED":
+        return "**FAILED**: " + cell["why"].replace("|", "\\|")
+    return "n/a" if cell["status"] == "n/a" else "skipped"
+
+
+def goals(res: dict) -> list[tuple[str, str, str]]:
+    """(goal, measured, met) for every goal of the issue that this run measured."""
+    rows = res["rows"]
+    out = []
+
+    def verdict(ok):
+        return "met" if ok else "**not met**"
+
+    w1 = [r for r in rows if r["group"] == "W1"]
+    for dtype in ("float64", "float32"):
+        mine = [r for r in w1 if r["meta"]["dtype"] == dtype]
+        if not mine:
+            continue
+        big = max(mine, key=lambda r: r["param"])
+        r_nb, r_np = ratio(big, "minijit", "numba"), ratio(big, "minijit", "numpy")
+        spread = [x for x in (ratio(r, "minijit", "numba") for r in mine) if x is not None]
+        rng = f"; {min(spread):.2f}-{max(spread):.2f}× over all n" if spread else ""
+        out.append((f"W1 GELU {dtype} {big['size']}: minijit within 1.05× of hand-written Numba",
+                    f"{fmt_ratio(r_nb)}{rng}", verdict(r_nb is not None and r_nb <= 1.05)))
+        speedup = None if r_np is None else 1 / r_np
+        out.append((f"W1 GELU {dtype} {big['size']}: minijit at least 2.5× faster than NumPy",
+                    "-" if speedup is None else f"{speedup:.2f}× faster",
+                    verdict(speedup is not None and speedup >= 2.5)))
+    if "memory" in res:
+        m = res["memory"].get("minijit", {})
+        x = m.get("times_output")
+        npx = res["memory"].get("numpy", {}).get("times_output")
+        out.append((f"W1 peak memory at n={W._exp10(res['settings']['mem_n'])}: minijit no more "
+                    "than the output (1% slack for RSS noise)",
+                    "-" if x is None else f"{x:.2f}× the output (NumPy {npx:.2f}×)"
+                    if npx is not None else f"{x:.2f}× the output",
+                    verdict(x is not None and x <= 1.01)))
+
+    def by(group, prefix):
+        return next((r for r in rows if r["group"] == group and r["name"].startswith(prefix)),
+                    None)
+
+    for group, prefix, ref, limit, text in (
+            ("W2", "row-wise softmax", "numpy", 1.0, "W2 softmax: minijit no slower than NumPy"),
+            ("W3", "relu", "numpy", 1.1, "W3 relu(A @ B + b): minijit within 1.1× of NumPy"),
+            ("W4", "Mandelbrot", "numba", 1.5,
+             "W4 Mandelbrot: minijit within 1.5× of hand-written Numba")):
+        r = by(group, prefix)
+        if r is not None:
+            x = ratio(r, "minijit", ref)
+            out.append((f"{text} ({r['size']})", fmt_ratio(x),
+                        verdict(x is not None and x <= limit)))
+    r = by("W5", "cached")
+    if r is not None and r["cells"]["minijit"]["status"] == "ok":
+        t = r["cells"]["minijit"]["median"]
+        out.append(("W5 cached call on 10 elements: minijit at most 2 µs",
+                    f"{fmt_time(t)} (Numba {fmt_time(r['cells']['numba'].get('median'))}, "
+                    f"NumPy {fmt_time(r['cells']['numpy'].get('median'))})",
+                    verdict(t <= 2e-6)))
+    if "w6" in res:
+        w6 = res["w6"]
+        t = w6["cold"]["minijit"]
+        out.append(("W6 first call (trace + optimize + generate + compile): at most 0.6 s",
+                    f"{t:.3f} s (hand-written Numba compile {w6['cold']['numba']:.3f} s)",
+                    verdict(t <= 0.6 and w6["cold"]["ok"])))
+        t = w6["new"]["minijit_warm"]["first_call"]
+        out.append(("W6 first call in a new process, warm disk cache: at most 0.3 s",
+                    f"{t:.3f} s (hand-written Numba, cache=True: "
+                    f"{w6['new']['numba_warm']['first_call']:.3f} s)",
+                    verdict(t <= 0.3 and w6["new"]["ok"])))
+    if "w6_failed" in res:
+        out.append(("W6 first call: at most 0.6 s; warm disk cache at most 0.3 s",
+                    f"**FAILED**: {res['w6_failed']}", "**not met**"))
+    return out
+
+
+def _first(runs: dict, key: str) -> str:
+    return f"{runs[key]['first_call']:.3f} s" if key in runs else "not run (--quick)"
+
+
+def markdown(res: dict) -> str:
+    env = res["env"]
+    lines = [
+        "# minijit benchmarks", "",
+        f"`{env['command']}` on {env['date']}, {'quick' if res['settings']['quick'] else 'full'}"
+        f" run, {env['wall_s']:.0f} s.", "",
+        f"- Machine: {env['cpu']}, {env['cores']} cores, {env['system']}. **Load average** "
+        f"(1, 5, 15 min) at the start {env['load_start']}, at the end {env['load_end']}: the "
+        "machine is shared, so compare ratios within this run, not absolute times.",
+        f"- Python {env['python']}, NumPy {env['numpy']}, Numba {env['numba']}, numexpr "
+        f"{env['numexpr']}, minijit {env['minijit']} ({env['git']}).",
+        f"- Threads: {env['threads']} (BLAS, numexpr); hand-written Numba and minijit run on "
+        "one thread.",
+        f"- JAX: {env['jax']}.", "",
+    ]
+    g = goals(res)
+    if g:
+        lines += ["## Goals", "", "| goal | measured | |", "|---|---|---|"]
+        lines += [f"| {a} | {b} | {c} |" for a, b, c in g]
+        lines.append("")
+    rows = [r for r in res["rows"]]
+    if rows:
+        heads = [W.LABELS[c] for c in W.CONTENDERS]
+        lines += [
+            "## Time per call", "",
+            "Median of the runs; in brackets, time ÷ hand-written Numba's and time ÷ NumPy's "
+            "(below 1.00× is faster). n/a: not expressible in that tool.", "",
+            "| workload | size | " + " | ".join(heads) + " |",
+            "|---|---|" + "---:|" * len(heads)]
+        for r in rows:
+            lines.append(f"| {r['group']} {r['name']} | {r['size']} | "
+                         + " | ".join(cell_text(r, c) for c in W.CONTENDERS) + " |")
+        runs = sorted({c["runs"] for r in rows for c in r["cells"].values() if "runs" in c})
+        notes = sorted({f"{W.LABELS[c]} ({r['name']}): {cell['note']}" for r in rows
+                        for c, cell in r["cells"].items() if cell.get("note")})
+        span = "" if not runs else str(runs[0]) if runs[0] == runs[-1] else (
+            f"{runs[0]}-{runs[-1]}")
+        lines += ["", f"Runs per timing: {span}" if runs else "",
+                  "(each run times enough back-to-back calls to last "
+                  f"{res['settings']['sample_s'] * 1e3:g} ms; W5 is the time of one call in "
+                  "such a loop)." if runs else ""]
+        lines += [f"- {n}" for n in notes]
+        lines.append("")
+    if "w6" in res:
+        w6 = res["w6"]
+        st = w6["cold"]["stages"]
+        nw = w6["new"]
+        lines += [
+            "## W6: time of the first call", "",
+            f"GELU float64 (n={W6_N} in new processes); medians of "
+            f"{res['settings']['w6_repeats']} fresh functions in this process and of "
+            f"{res['settings']['w6_processes']} new processes with a warm cache.", "",
+            "| first call | minijit | hand-written Numba |", "|---|---:|---:|",
+            f"| this process, new function (Numba already initialised) | "
+            f"{w6['cold']['minijit']:.3f} s: trace {st.get('trace', 0) * 1e3:.1f} ms, optimize "
+            f"{st.get('optimize', 0) * 1e3:.1f} ms, generate {st.get('codegen', 0) * 1e3:.1f} ms,"
+            f" Numba compile {st.get('compile', 0):.3f} s | {w6['cold']['numba']:.3f} s |",
+            f"| new process, empty disk cache | {_first(nw, 'minijit_cold')} | "
+            f"{_first(nw, 'numba_cold')} |",
+            f"| new process, warm disk cache | {nw['minijit_warm']['first_call']:.3f} s | "
+            f"{nw['numba_warm']['first_call']:.3f} s |",
+            f"| import before it (new process, warm) | `import minijit` "
+            f"{nw['minijit_warm']['import_minijit']:.3f} s + Numba "
+            f"{nw['minijit_warm']['import_numba']:.3f} s | `import numba` "
+            f"{nw['numba_warm']['import_numba']:.3f} s |", "",
+            "In the new processes Numba is imported before the clock starts (minijit would "
+            "otherwise import it during the first call). Results checked against NumPy: "
+            f"{'all correct' if w6['cold']['ok'] and nw['ok'] else '**FAILED**'}; warm runs "
+            f"that compiled anyway (a disk cache miss): {nw['warm_compiled']}.", ""]
+    if "w6_failed" in res:
+        lines += ["## W6: time of the first call", "", f"**FAILED**: {res['w6_failed']}", ""]
+    if "memory" in res:
+        mem = res["memory"]
+        n = res["settings"]["mem_n"]
+        lines += ["## Peak memory of W1", "",
+                  f"GELU float64, n={W._exp10(n)} (input and output {8 * n / 1e6:.0f} MB each), "
+                  "each contender in a fresh process: peak resident memory during one call "
+                  "beyond what was resident before it (after a warm-up call at the same "
+                  "size), as a multiple of the output's size.", "",
+                  "| contender | peak extra | × output |", "|---|---:|---:|"]
+        for c in W.CONTENDERS:
+            m = mem.get(c)
+            if m is None:
+                lines.append(f"| {W.LABELS[c]} | skipped | |")
+            elif m["status"] != "ok":
+                lines.append(f"| {W.LABELS[c]} | **FAILED**: {m['why']} | |")
+            else:
+                lines.append(f"| {W.LABELS[c]} | {m['peak_extra_bytes'] / 1e6:.1f} MB | "
+                             f"{m['times_output']:.2f}× |")
+        methods = sorted({m.get("method") for m in mem.values() if m.get("method")})
+        lines += ["", f"Measured with: {', '.join(methods)}.", ""]
+    return "\n".join(lines).replace("\n\n\n", "\n\n")
+
+
+def plots(res: dict, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    styles = {"numpy": "o-", "numexpr": "s-", "numba": "^-", "jax": "d-", "minijit": "*-"}
+    w1 = [r for r in res["rows"] if r["group"] == "W1"]
+    dtypes = sorted({r["meta"]["dtype"] for r in w1}, reverse=True) or ["float64"]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6 * len(dtypes), 4.5), squeeze=False)
+    for ax, dtype in zip(axes[0], dtypes):
+        rows = sorted((r for r in w1 if r["meta"]["dtype"] == dtype), key=lambda r: r["param"])
+        for c in W.CONTENDERS:
+            pts = [(r["param"], r["cells"][c]["median"]) for r in rows
+                   if r["cells"][c]["status"] == "ok"]
+            if pts:
+                ax.loglog(*zip(*pts), styles[c], label=W.LABELS[c])
+        ax.set(title=f"W1 GELU, {dtype}", xlabel="n (elements)", ylabel="median time per call (s)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle(f"load average {res['env']['load_start']} (shared machine)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "w1_gelu.png", dpi=110)
+    plt.close(fig)
+
+    others = [r for r in res["rows"] if r["group"] != "W1"]
+    labels = [f"{r['group']} {r['name'].split(',')[0]}\n{r['size']}" for r in others]
+    bars = {c: [ratio(r, c, "numba") for r in others] for c in W.CONTENDERS}
+    if "w6" in res:
+        labels += ["W6 first call\n(cold)", "W6 first call\n(warm disk cache)"]
+        w6 = res["w6"]
+        for c in W.CONTENDERS:
+            if c == "minijit":
+                bars[c] += [w6["cold"]["minijit"] / w6["cold"]["numba"],
+                            w6["new"]["minijit_warm"]["first_call"]
+                            / w6["new"]["numba_warm"]["first_call"]]
+            else:
+                bars[c] += [1.0 if c == "numba" else None] * 2
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(labels)), 4.5))
+    shown = [c for c in W.CONTENDERS if any(v is not None for v in bars[c])]
+    width = 0.8 / max(1, len(shown))
+    for k, c in enumerate(shown):
+        xs = [i + (k - (len(shown) - 1) / 2) * width for i in range(len(labels))]
+        heights = [v if v is not None else 0 for v in bars[c]]
+        ax.bar(xs, heights, width, label=W.LABELS[c])
+        for x, v in zip(xs, bars[c]):
+            if v is not None and c != "numba":
+                ax.annotate(f"{v:.2f}", (x, v), ha="center", va="bottom", fontsize=7)
+    ax.axhline(1.0, color="k", lw=0.8)
+    if not labels:
+        ax.text(0.5, 0.5, "no workload besides W1 in this run", ha="center",
+                transform=ax.transAxes)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    ax.set_ylabel("time ÷ hand-written Numba (log; lower is faster)")
+    ax.set_title(f"minijit benchmarks (load average {res['env']['load_start']})", fontsize=10)
+    if shown:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "ratios.png", dpi=110)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _git() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "minijit"], cwd=REPO,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return f"git {rev}{' + uncommitted changes to minijit/' if dirty else ''}"
+    except (OSError, subprocess.SubprocessError):
+        return "git: unknown"
+
+
+def _cpu() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _load() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 60 s)")
+    ap.add_argument("--out", type=Path, default=HERE / "results", help="output folder")
+    ap.add_argument("--only", default="", help=f"comma-separated subset of {','.join(GROUPS)}")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS and numexpr threads")
+    args = ap.parse_args(argv)
+    only = {g.strip().upper() for g in args.only.split(",") if g.strip()} or set(GROUPS)
+    unknown = only - set(GROUPS)
+    if unknown:
+        ap.error(f"unknown workload(s) {sorted(unknown)}; choose from {','.join(GROUPS)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    s = Settings(args.quick)
+    W.set_threads(args.threads)
+    jax, jax_reason = W.load_jax(args.threads)
+    start, load_start = perf(), _load()
+
+    work = [w for w in W.build_workloads(args.quick) if w.group in only]
+    n_jax = 1 if jax is not None else 0
+    total = len(work) + (3 if "W6" in only else 0) + (
+        (len(W.CONTENDERS) - 1 + n_jax) if "MEM" in only else 0)
+    res: dict = {"rows": [], "settings": {k: getattr(s, k) for k in (
+        "quick", "budget", "min_runs", "max_runs", "sample_s", "w6_repeats", "w6_processes",
+        "mem_n")}}
+    with tqdm(total=total, desc="benchmarks", unit="step", file=sys.stderr) as bar:
+        for w in work:
+            bar.set_description(f"{w.group} {w.name.split(',')[0]} {w.size}")
+            res["rows"].append(run_workload(w, s))
+            bar.update(1)
+        # --quick overlaps the memory processes with W6's (timing them means little there).
+        mem_procs = start_memory(s, jax is not None) if "MEM" in only and s.quick else None
+        if "W6" in only:
+            bar.set_description("W6 first call")
+            with tempfile.TemporaryDirectory(prefix="bench_minijit_") as d:
+                try:
+                    cold = w6_cold_this_process(s, Path(d))
+                    bar.update(1)
+                    bar.set_description("W6 first call, new processes")
+                    res["w6"] = {"cold": cold, "new": w6_new_process(s, Path(d), bar)}
+                except Exception as e:  # reported in the table, the rest still runs
+                    res["w6_failed"] = f"{type(e).__name__}: {e}"
+        if "MEM" in only:
+            bar.set_description("MEM peak memory of W1")
+            res["memory"] = finish_memory(mem_procs or start_memory(s, jax is not None), bar)
+
+    import numba
+    import numexpr
+
+    import minijit
+
+    res["env"] = {
+        "command": "python benchmarks/bench_minijit.py " + " ".join(
+            sys.argv[1:] if argv is None else argv),
+        "date": time.strftime("%Y-%m-%d %H:%M"), "wall_s": perf() - start,
+        "load_start": load_start, "load_end": _load(), "cpu": _cpu(), "cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(), "numpy": np.__version__,
+        "numba": numba.__version__, "numexpr": numexpr.__version__,
+        "minijit": minijit.__version__, "git": _git(),
+        "threads": ", ".join(f"{v}={os.environ.get(v)}" for v in THREAD_VARS)
+        + f", numexpr {args.threads}",
+        "jax": f"jax {jax.__version__} on CPU" if jax is not None else
+        f"skipped, `import jax` failed ({jax_reason})",
+    }
+    text = markdown(res)
+    (args.out / "results.md").write_text(text + "\n")
+    (args.out / "results.json").write_text(json.dumps(res, indent=1, default=str))
+    plots(res, args.out)
+    print(text)
+    print(f"\nwritten: {args.out / 'results.md'}, results.json, w1_gelu.png, ratios.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

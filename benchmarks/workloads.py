@@ -1,0 +1,489 @@
+"""The benchmark workloads, each written once per contender (used by `bench_minijit.py`).
+
+Contenders: NumPy eager, numexpr (where the workload can be written in it), hand-written
+Numba (explicit loops, `error_model='numpy'`, one thread), JAX `jit` on CPU (only where
+`import jax` works) and minijit (`mj.jit(..., backend="numba")`). The traced programs are
+written once against a `jax.numpy`-like module and used for both JAX and minijit: a JAX
+snippet runs on minijit by changing the import.
+
+`build_workloads(quick)` lists the workloads to time; NumPy eager's result is every other
+contender's reference. `memory_child` measures the peak memory of one W1 call (it runs in a
+fresh process, started by the benchmark).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numexpr
+import numpy as np
+
+import minijit as mj
+import minijit.numpy as mnp
+from minijit import lax as mlax
+
+CONTENDERS = ("numpy", "numexpr", "numba", "jax", "minijit")
+LABELS = {"numpy": "NumPy", "numexpr": "numexpr", "numba": "Numba (hand)", "jax": "JAX jit",
+          "minijit": "minijit"}
+
+GELU_EXPR = "0.5*x*(1+tanh(0.7978845608*(x+0.044715*x**3)))"
+NEWTON_STEPS = 20
+MANDEL_ITERS = 100
+
+
+def set_threads(n: int) -> None:
+    """Threads for numexpr (BLAS threads are set through the environment before NumPy loads)."""
+    numexpr.set_num_threads(n)
+
+
+# --------------------------------------------------------------------------- NumPy eager
+
+
+def gelu_numpy(x):
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+def softmax_numpy(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+def dense_numpy(a, b, bias):
+    return np.maximum(a @ b + bias, 0.0)
+
+
+def newton_numpy(a):
+    x = a
+    for _ in range(NEWTON_STEPS):
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def mandelbrot_numpy(cr, ci):
+    zr = np.zeros_like(cr)
+    zi = np.zeros_like(cr)
+    n = np.zeros(cr.shape, np.int32)
+    for _ in range(MANDEL_ITERS):
+        inside = zr * zr + zi * zi <= 4.0
+        zr, zi = (np.where(inside, zr * zr - zi * zi + cr, zr),
+                  np.where(inside, 2.0 * zr * zi + ci, zi))
+        n += inside
+    return n
+
+
+def affine_numpy(x):
+    return 2.0 * x + 1.0
+
+
+# --------------------------------------------------------------------------- numexpr
+# One thread (see set_threads), like the hand-written Numba it is compared with.
+
+_GELU_CONSTANTS = {"c_half": 0.5, "c_one": 1.0, "c_k0": 0.7978845608, "c_k1": 0.044715}
+_GELU_NE = "c_half*x*(c_one+tanh(c_k0*(x+c_k1*x**3)))"
+
+
+def gelu_numexpr(x):
+    # numexpr computes Python float constants in float64; typed constants keep float32 data
+    # in float32, as NumPy does.
+    consts = {k: x.dtype.type(v) for k, v in _GELU_CONSTANTS.items()}
+    return numexpr.evaluate(_GELU_NE, local_dict={"x": x, **consts})
+
+
+def softmax_numexpr(x):
+    # numexpr has no max reduction and reduces only the whole expression: partly NumPy.
+    m = np.max(x, axis=1, keepdims=True)
+    e = numexpr.evaluate("exp(x - m)", local_dict={"x": x, "m": m})
+    s = np.sum(e, axis=1, keepdims=True)
+    return numexpr.evaluate("e / s", local_dict={"e": e, "s": s})
+
+
+def affine_numexpr(x):
+    return numexpr.evaluate("2.0 * x + 1.0", local_dict={"x": x})
+
+
+# --------------------------------------------------------------------------- hand-written Numba
+# Single thread, explicit loops. Large outputs are allocated by NumPy outside the compiled
+# code, as minijit does (memory Numba allocates inside faults in 4 KiB pages, ~30 ms per
+# 80 MB); `cache=True` only saves compile time on later runs.
+
+_njit = numba.njit(error_model="numpy", cache=True)
+
+
+@_njit
+def _gelu_loop(x, out):
+    half, one = x.dtype.type(0.5), x.dtype.type(1.0)  # constants in the data's precision
+    k0, k1 = x.dtype.type(0.7978845608), x.dtype.type(0.044715)
+    for i in range(x.size):
+        v = x[i]
+        out[i] = half * v * (one + np.tanh(k0 * (v + k1 * (v * v * v))))
+
+
+def gelu_numba(x):
+    out = np.empty_like(x)
+    _gelu_loop(x, out)
+    return out
+
+
+@_njit
+def _softmax_loop(x, out):
+    rows, cols = x.shape
+    for i in range(rows):
+        m = -np.inf
+        for j in range(cols):
+            m = max(m, x[i, j])
+        s = 0.0
+        for j in range(cols):
+            e = np.exp(x[i, j] - m)
+            out[i, j] = e
+            s += e
+        for j in range(cols):
+            out[i, j] = out[i, j] / s
+
+
+def softmax_numba(x):
+    out = np.empty_like(x)
+    _softmax_loop(x, out)
+    return out
+
+
+@_njit
+def dense_numba(a, b, bias):
+    c = np.dot(a, b)  # BLAS, as everyone else uses; the loop adds the bias and the ReLU
+    rows, cols = c.shape
+    for i in range(rows):
+        for j in range(cols):
+            c[i, j] = max(c[i, j] + bias[j], 0.0)
+    return c
+
+
+@_njit
+def _newton_loop(a, out):
+    for i in range(a.size):
+        ai = a[i]
+        x = ai
+        for _ in range(NEWTON_STEPS):
+            x = 0.5 * (x + ai / x)
+        out[i] = x
+
+
+def newton_numba(a):
+    out = np.empty_like(a)
+    _newton_loop(a, out)
+    return out
+
+
+@_njit
+def mandelbrot_numba(cr, ci):
+    rows, cols = cr.shape
+    out = np.empty((rows, cols), np.int32)
+    for i in range(rows):
+        for j in range(cols):
+            c_r, c_i = cr[i, j], ci[i, j]
+            zr = zi = 0.0
+            n = 0
+            for _ in range(MANDEL_ITERS):
+                if zr * zr + zi * zi > 4.0:
+                    break
+                zr, zi = zr * zr - zi * zi + c_r, 2.0 * zr * zi + c_i
+                n += 1
+            out[i, j] = n
+    return out
+
+
+@_njit
+def affine_numba(x):
+    out = np.empty_like(x)  # tiny arrays: allocating inside is the cheapest call
+    for i in range(x.size):
+        out[i] = 2.0 * x[i] + 1.0
+    return out
+
+
+# --------------------------------------------------------------------------- traced programs
+# Written once against a jax.numpy-like module `xnp` and its `lax`: minijit and JAX both use
+# them.
+
+
+def traced_programs(xnp, xlax) -> dict[str, Callable]:
+    def gelu(x):
+        return 0.5 * x * (1 + xnp.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+    def softmax(x):
+        e = xnp.exp(x - xnp.max(x, axis=1, keepdims=True))
+        return e / xnp.sum(e, axis=1, keepdims=True)
+
+    def dense(a, b, bias):
+        return xnp.maximum(a @ b + bias, 0.0)
+
+    def newton(a):
+        return xlax.fori_loop(0, NEWTON_STEPS, lambda i, x: 0.5 * (x + a / x), a)
+
+    def mandelbrot(cr, ci):
+        def body(i, state):
+            zr, zi, n = state
+            inside = zr * zr + zi * zi <= 4.0
+            return (xnp.where(inside, zr * zr - zi * zi + cr, zr),
+                    xnp.where(inside, 2.0 * zr * zi + ci, zi),
+                    n + inside.astype(np.int32))
+
+        z = xnp.zeros_like(cr)
+        return xlax.fori_loop(0, MANDEL_ITERS, body, (z, z, xnp.zeros(cr.shape, np.int32)))[2]
+
+    def affine(x):
+        return 2.0 * x + 1.0
+
+    return {"gelu": gelu, "softmax": softmax, "dense": dense, "newton": newton,
+            "mandelbrot": mandelbrot, "affine": affine}
+
+
+MINIJIT_PROGRAMS = traced_programs(mnp, mlax)
+MINIJIT = {k: mj.jit(f, backend="numba") for k, f in MINIJIT_PROGRAMS.items()}
+
+
+# --------------------------------------------------------------------------- JAX (optional)
+
+_jax_state: dict[str, Any] = {}
+
+
+def load_jax(threads: int = 1):
+    """`(jax, None)` if JAX imports, else `(None, reason)`; CPU only, float64 enabled."""
+    if "jax" not in _jax_state:
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        if threads == 1:
+            os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                  "intra_op_parallelism_threads=1")
+        try:
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+            jax.config.update("jax_platforms", "cpu")
+            _jax_state.update(jax=jax, reason=None)
+        except Exception as e:  # not installed, or broken: skip it, say why
+            _jax_state.update(jax=None, reason=f"{type(e).__name__}: {e}")
+    return _jax_state["jax"], _jax_state["reason"]
+
+
+def jax_programs() -> dict[str, Callable] | None:
+    jax, _ = load_jax()
+    if jax is None:
+        return None
+    if "programs" not in _jax_state:
+        import jax.numpy as jnp
+
+        _jax_state["programs"] = {k: jax.jit(f) for k, f in
+                                  traced_programs(jnp, jax.lax).items()}
+    return _jax_state["programs"]
+
+
+# --------------------------------------------------------------------------- workloads
+
+
+@dataclass
+class Impl:
+    """One contender's version: `fn(*prepared)`, where `prepared = prepare(inputs)` is done
+    once before timing (JAX moves the inputs to its device there) and `finish` waits for the
+    result (JAX dispatches asynchronously)."""
+
+    fn: Callable
+    prepare: Callable[[tuple], tuple] = tuple
+    finish: Callable[[Any], Any] = lambda r: r
+    note: str = ""
+
+    def bind(self, inputs: tuple) -> Callable[[], Any]:
+        args = self.prepare(inputs)
+        fn, finish = self.fn, self.finish
+        return lambda: finish(fn(*args))
+
+
+@dataclass
+class Workload:
+    group: str  # "W1" .. "W5": what --only selects
+    name: str  # row label
+    size: str  # what varies with --quick
+    make_inputs: Callable[[], tuple]
+    impls: dict[str, Impl | None]  # None: not expressible for this contender
+    rtol: float = 1e-9
+    atol: float = 0.0
+    exact_fraction: float | None = None  # integer results: allowed fraction of differences
+    param: float | None = None  # the x value of a plot (W1: n)
+    meta: dict = field(default_factory=dict)
+
+    def check(self, expected, got) -> str | None:
+        """None if `got` matches NumPy's `expected`, else what is wrong."""
+        got = np.asarray(got)
+        if got.shape != expected.shape or got.dtype != expected.dtype:
+            return (f"got {got.dtype}{list(got.shape)}, expected "
+                    f"{expected.dtype}{list(expected.shape)}")
+        if self.exact_fraction is not None:
+            wrong = float(np.mean(got != expected))
+            return None if wrong <= self.exact_fraction else f"{wrong:.2%} of elements differ"
+        if np.allclose(got, expected, rtol=self.rtol, atol=self.atol, equal_nan=True):
+            return None
+        err = np.max(np.abs(got.astype(np.float64) - expected) /
+                     (self.atol + self.rtol * np.abs(expected.astype(np.float64))))
+        return f"error {err:.3g}x the tolerance"
+
+
+def _jax_impl(name: str) -> Impl | None:
+    progs = jax_programs()
+    if progs is None:
+        return None
+    import jax
+
+    return Impl(progs[name], prepare=lambda inputs: tuple(jax.device_put(a) for a in inputs),
+                finish=lambda r: r.block_until_ready())
+
+
+def _impls(numpy_fn, numexpr_fn, numba_fn, name: str, numexpr_note: str = "") -> dict:
+    return {
+        "numpy": Impl(numpy_fn),
+        "numexpr": Impl(numexpr_fn, note=numexpr_note) if numexpr_fn else None,
+        "numba": Impl(numba_fn),
+        "jax": _jax_impl(name),
+        "minijit": Impl(MINIJIT[name]),
+    }
+
+
+def gelu_inputs(n: int, dtype) -> tuple:
+    rng = np.random.default_rng(1)
+    return ((2.0 * rng.standard_normal(n)).astype(dtype),)
+
+
+def _exp10(n: int) -> str:
+    e = round(math.log10(n))
+    return f"1e{e}" if 10**e == n else str(n)
+
+
+def build_workloads(quick: bool = False) -> list[Workload]:
+    sizes = [10**3, 10**4, 10**5] if quick else [10**k for k in range(3, 8)]
+    rows, cols = (256, 1024) if quick else (4096, 1024)
+    m = 128 if quick else 512
+    newton_n = 10**4 if quick else 10**5
+    grid = 100 if quick else 400
+    out = []
+    for dtype, tol in ((np.float64, dict(rtol=1e-10, atol=1e-12)),
+                       (np.float32, dict(rtol=1e-5, atol=1e-5))):
+        for n in sizes:
+            out.append(Workload(
+                "W1", f"GELU {np.dtype(dtype).name}", f"n={_exp10(n)}",
+                lambda n=n, dtype=dtype: gelu_inputs(n, dtype),
+                _impls(gelu_numpy, gelu_numexpr, gelu_numba, "gelu"), param=n,
+                meta={"dtype": np.dtype(dtype).name}, **tol))
+
+    def softmax_inputs():
+        return (np.random.default_rng(2).standard_normal((rows, cols)),)
+
+    out.append(Workload("W2", "row-wise softmax", f"{rows}x{cols}", softmax_inputs,
+                        _impls(softmax_numpy, softmax_numexpr, softmax_numba, "softmax",
+                               "max and sum in NumPy"), rtol=1e-9, atol=1e-15))
+
+    def dense_inputs():
+        rng = np.random.default_rng(3)
+        return (rng.standard_normal((m, m)), rng.standard_normal((m, m)),
+                rng.standard_normal(m))
+
+    out.append(Workload("W3", "relu(A @ B + b)", f"{m}x{m}", dense_inputs,
+                        _impls(dense_numpy, None, dense_numba, "dense"), rtol=1e-9, atol=1e-9))
+
+    def newton_inputs():
+        return (np.random.default_rng(4).uniform(1.0, 100.0, newton_n),)
+
+    out.append(Workload("W4", f"Newton sqrt, {NEWTON_STEPS} steps (fori_loop)",
+                        f"n={_exp10(newton_n)}", newton_inputs,
+                        _impls(newton_numpy, None, newton_numba, "newton"), rtol=1e-12))
+
+    def mandel_inputs():
+        ci, cr = np.mgrid[-1.25:1.25:grid * 1j, -2.0:0.5:grid * 1j]
+        return np.ascontiguousarray(cr), np.ascontiguousarray(ci)
+
+    out.append(Workload("W4", f"Mandelbrot, <= {MANDEL_ITERS} iterations",
+                        f"{grid}x{grid}", mandel_inputs,
+                        _impls(mandelbrot_numpy, None, mandelbrot_numba, "mandelbrot"),
+                        exact_fraction=1e-3))
+
+    out.append(Workload("W5", "cached call, y = 2x + 1", "n=10",
+                        lambda: (np.linspace(-1.0, 1.0, 10),),
+                        _impls(affine_numpy, affine_numexpr, affine_numba, "affine"),
+                        rtol=1e-12))
+    return out
+
+
+# --------------------------------------------------------------------------- peak memory
+
+W1_MEMORY_IMPLS = {"numpy": gelu_numpy, "numexpr": gelu_numexpr, "numba": gelu_numba,
+                   "minijit": MINIJIT["gelu"]}
+
+
+def _status_kib(field_name: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    raise KeyError(field_name)
+
+
+def _reset_peak() -> bool:
+    """Reset this process's peak RSS (Linux: clear_refs 5); False where that is impossible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def memory_child(contender: str, n: int) -> dict:
+    """Peak memory of one W1 call (GELU float64) beyond what was resident before it.
+
+    Runs in a fresh process. The function is called once at full size first (compiling,
+    faulting in code and libraries), then the peak RSS is reset and the measured call made.
+    Where the peak cannot be reset, `ru_maxrss` before and after a first call is used, which
+    then includes compiling."""
+    import resource
+
+    (x,) = gelu_inputs(n, np.float64)
+    if contender == "jax":
+        progs = jax_programs()
+        if progs is None:
+            return {"skipped": _jax_state["reason"]}
+        import jax
+
+        xd = jax.device_put(x)
+
+        def fn(_):
+            return progs["gelu"](xd).block_until_ready()
+    else:
+        fn = W1_MEMORY_IMPLS[contender]
+    method = "VmHWM after reset"
+    if os.path.exists("/proc/self/clear_refs") and _reset_peak():
+        y = fn(x)
+        del y
+        gc.collect()
+        before = _status_kib("VmRSS")
+        _reset_peak()
+        y = fn(x)
+        peak = _status_kib("VmHWM")
+    else:
+        method = "ru_maxrss (includes the first call's compile)"
+        fn(np.ones(8))  # compile for a small size at least
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        y = fn(x)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"peak_extra_bytes": (peak - before) * 1024, "out_bytes": int(np.asarray(y).nbytes),
+            "in_bytes": int(x.nbytes), "method": method}
+
+
+if __name__ == "__main__":  # python workloads.py --memory CONTENDER N (used by the benchmark)
+    import sys
+
+    if len(sys.argv) == 4 and sys.argv[1] == "--memory":
+        set_threads(1)
+        print(json.dumps(memory_child(sys.argv[2], int(sys.argv[3]))))
+    else:
+        sys.exit("usage: python workloads.py --memory CONTENDER N")

@@ -1,0 +1,62 @@
+"""Smoke test of `benchmarks/bench_minijit.py --quick`: it runs, every contender's result
+passes its check against NumPy, and the table and the plots are written. No timing
+assertions: the numbers of a quick run on a shared machine mean little."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# One row (or section) of results.md per workload.
+ROWS = ["| W1 GELU float64 |", "| W1 GELU float32 |", "| W2 row-wise softmax |",
+        "| W3 relu(A @ B + b) |", "| W4 Newton sqrt", "| W4 Mandelbrot", "| W5 cached call",
+        "## W6: time of the first call", "## Peak memory of W1"]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_minijit.py"), "--quick", "--out",
+         str(out)], capture_output=True, text=True, timeout=600, cwd=REPO)  # a hang guard only
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc
+
+
+@pytest.mark.slow
+def test_quick_run_writes_the_table_with_every_workload(quick_run):
+    out, proc = quick_run
+    table = (out / "results.md").read_text()
+    for row in ROWS:
+        assert row in table, f"{row!r} missing from results.md"
+    assert "## Goals" in table
+    assert table.strip() in proc.stdout  # the table is also printed
+
+
+@pytest.mark.slow
+def test_no_contender_failed_its_correctness_check(quick_run):
+    out, _ = quick_run
+    assert "FAILED" not in (out / "results.md").read_text()
+    res = json.loads((out / "results.json").read_text())
+    for row in res["rows"]:
+        for contender, cell in row["cells"].items():
+            assert cell["status"] in ("ok", "n/a", "skipped"), (row["name"], contender, cell)
+        # the tools that can run every workload did run it
+        assert {"numpy", "numba", "minijit"} <= {c for c, cell in row["cells"].items()
+                                                 if cell["status"] == "ok"}, row["name"]
+    assert "w6_failed" not in res and res["w6"]["cold"]["ok"] and res["w6"]["new"]["ok"]
+    assert all(m["status"] == "ok" for m in res["memory"].values())
+
+
+@pytest.mark.slow
+def test_the_plots_exist(quick_run):
+    out, _ = quick_run
+    for name in ("w1_gelu.png", "ratios.png"):
+        data = (out / name).read_bytes()
+        assert data.startswith(b"\x89PNG") and len(data) > 5000, name
