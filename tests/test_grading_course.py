@@ -130,3 +130,20 @@ def test_solutions_full_marks_exercises_zero(tmp_path):
         if "NotImplementedError" not in feedback or "Hint:" not in feedback:
             problems.append(f"{path.stem} exercise feedback:\n{feedback}")
     assert not problems, "\n".join(problems)
+
+
+def test_chapter05_references_match_the_python_originals():
+    """The staged reference solutions compute what the plain Python versions do."""
+    import numpy as np
+
+    import minijit as mj
+    from minijit.grading.exercises import ch05_control_flow as ch05
+
+    ref = ch05._reference_cond_loop()
+    grow, years_until = mj.jit(ref["grow"]), mj.jit(ref["years_until"])
+    for x, rate, years in [([1.0, 2.0], 1.5, 10), ([30.0, 40.0], 2.0, 3), ([5.0], 1.1, 0)]:
+        x = np.asarray(x)
+        np.testing.assert_allclose(grow(x, rate, years), ch05._grow_numpy(x, rate, years))
+    for x, rate, target in [([1.0, 2.0], 1.5, 50.0), ([10.0], 2.0, 5.0)]:
+        x = np.asarray(x)
+        assert int(years_until(x, rate, target)) == ch05._years_until_numpy(x, rate, target)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from minijit.ir import Atom, ClosedJaxpr, Eqn, Jaxpr, Lit, Var
+from minijit.ir import Atom, ClosedJaxpr, Eqn, Jaxpr, Var
 
 
 class Substitution:
@@ -77,7 +77,3 @@ def jaxpr_pass(fn: Callable[[Jaxpr, dict], Jaxpr]):
     run.__wrapped__ = fn
     return run
 
-
-def lit_value(a: Atom):
-    """The Python value of a literal, or None for a Var."""
-    return a.val if isinstance(a, Lit) else None
