@@ -234,3 +234,17 @@ def test_the_library_default_backend_is_numba():
                           "default_backend, minijit.jit(lambda x: x).backend.name)"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["numba", "numba"]
+
+
+def test_every_primitive_has_a_numba_rule():
+    from minijit.codegen.kernels import _REDUCE_INIT
+    from minijit.codegen.lower import ARRAY_RULES
+    from minijit.codegen.scalar_rules import SCALAR_RULES
+    from minijit.control_flow import CONTROL_FLOW
+    from minijit.debug import debug_callback_p
+    from minijit.passes.fuse_elementwise import fused_p
+    from minijit.primitives import ALL_PRIMITIVES
+
+    every = {*ALL_PRIMITIVES.values(), *CONTROL_FLOW, debug_callback_p, fused_p}
+    handled = {*SCALAR_RULES, *ARRAY_RULES, *_REDUCE_INIT, P.broadcast_in_dim_p, fused_p}
+    assert not {p.name for p in every - handled}
