@@ -94,13 +94,45 @@ def _solution_namespace(path: Path) -> dict:
     return ns
 
 
+@contextlib.contextmanager
+def _global_state_restored():
+    """Solution notebooks register primitives and rules (a notebook's own `badd`) and set
+    config: restore minijit's tables afterwards, so other tests in this worker see none."""
+    import importlib
+
+    from minijit import config, core
+    from minijit.codegen import scalar_rules
+
+    # the package attribute `minijit.passes.simplify` is the pass; the table is in its module
+    simplify_module = importlib.import_module("minijit.passes.simplify")
+    tables = [core.abstract_eval_rules, core.impl_rules, scalar_rules.SCALAR_RULES]
+    groups = [core.UNARY, core.BINARY, core.ELEMENTWISE, core.COMMUTATIVE, core.COMPARISONS,
+              core.REDUCTIONS]
+    saved = ([dict(t) for t in tables], [set(g) for g in groups], dict(config._values),
+             {k: list(v) for k, v in simplify_module.RULES.items()})
+    try:
+        yield
+    finally:
+        for table, copy in zip(tables, saved[0]):
+            table.clear()
+            table.update(copy)
+        for group, copy in zip(groups, saved[1]):
+            group.clear()
+            group.update(copy)
+        config._values.clear()
+        config._values.update(saved[2])
+        simplify_module.RULES.clear()
+        simplify_module.RULES.update(saved[3])
+
+
 @pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
 def test_check_passes_on_solutions(path):
-    ns = _solution_namespace(path)
-    for h in exercise_headers(nbformat.read(path, as_version=4)):
-        report = run_public_cases(EXERCISES[h.id], ns)
-        assert report.all_passed, str(report)
-        assert "<table>" in report._repr_html_()
+    with _global_state_restored():
+        ns = _solution_namespace(path)
+        for h in exercise_headers(nbformat.read(path, as_version=4)):
+            report = run_public_cases(EXERCISES[h.id], ns)
+            assert report.all_passed, str(report)
+            assert "<table>" in report._repr_html_()
 
 
 @pytest.mark.slow
