@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,8 +30,8 @@ from minijit.array import Array, wrap
 from minijit.backends import get_backend
 from minijit.config import config
 from minijit.core import trace_stack
-from minijit.explain import explain_miss
-from minijit.ir import ClosedJaxpr, typecheck_jaxpr
+from minijit.explain import _aval_str, differences, explain_miss
+from minijit.ir import ClosedJaxpr
 from minijit.passes import run_passes
 from minijit.tracing import trace_to_jaxpr
 from minijit.tree_util import PyTreeDef, tree_map, tree_unflatten
@@ -205,14 +204,13 @@ class JitFunction:
         code = getattr(self.fun, "__code__", None)
         recreated = _seen_code.get(code) if cache.trace_count == 0 else None
         miss = Miss(where, split, len(cache.history), recreated)
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         traced, out_tree = _trace(self.fun, self.spec, split)
-        t1 = time.perf_counter()
-        optimized = optimize(traced)
-        typecheck_jaxpr(optimized.jaxpr)
-        t2 = time.perf_counter()
+        t1 = perf_counter()
+        optimized = optimize(traced)  # run_passes typechecks after every pass
+        t2 = perf_counter()
         executable = self.backend.compile(optimized, self.spec.fun_name, tuple(split.donated))
-        t3 = time.perf_counter()
+        t3 = perf_counter()
         timings = {"trace": t1 - t0, "optimize": t2 - t1, "compile": t3 - t2}
         timings.update(getattr(executable, "timings", {}))  # codegen / compile, if split
         entry = CacheEntry(split, traced, optimized, executable, out_tree, timings)
@@ -235,8 +233,6 @@ class JitFunction:
 
     @staticmethod
     def _signature(split: SplitArgs) -> str:
-        from minijit.explain import _aval_str
-
         # a weak type (a Python scalar) is a different cache key, so it must show
         parts = [f"{n}: {_aval_str(a)}{' (weak)' if a[2] else ''}"
                  for n, a in zip(split.leaf_names, split.leaf_avals)]
@@ -302,9 +298,7 @@ class Traced:
     out_tree: PyTreeDef
 
     def lower(self) -> Lowered:
-        optimized = optimize(self.jaxpr)
-        typecheck_jaxpr(optimized.jaxpr)
-        return Lowered(self, optimized)
+        return Lowered(self, optimize(self.jaxpr))
 
     def as_text(self) -> str:
         return str(self.jaxpr)
@@ -344,19 +338,13 @@ class Compiled:
         if split.key != traced.split.key:
             raise TypeError(
                 "this compiled function was lowered for different argument types:\n  "
-                + "\n  ".join(_diff_lines(split, traced.split))
+                + "\n  ".join(differences(split, traced.split))
             )
         outs = self.executable(*split.leaves)
         return tree_unflatten(traced.out_tree, [wrap(o) for o in outs])
 
     def as_text(self) -> str:
         return self.executable.as_text()
-
-
-def _diff_lines(new: SplitArgs, old: SplitArgs) -> list[str]:
-    from minijit.explain import differences
-
-    return differences(new, old)
 
 
 def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,

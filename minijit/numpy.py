@@ -110,8 +110,8 @@ def _promote(*xs):
 
 
 def result_type(*xs):
-    return dtypes.result_type(*[(_aval(_operand(x)).dtype, _aval(_operand(x)).weak_type)
-                                for x in xs])[0]
+    avals = [_aval(_operand(x)) for x in xs]
+    return dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])[0]
 
 
 def _shape(x) -> tuple[int, ...]:

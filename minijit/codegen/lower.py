@@ -88,11 +88,10 @@ class Lowering:
         self.fun_name = fun_name
         jaxpr = closed.jaxpr
         params = [self.name(v) for v in (*jaxpr.constvars, *jaxpr.invars)]
-        out_params = []
-        for k, v in enumerate(_preallocatable_outputs(jaxpr)):
+        preallocated = _preallocatable_outputs(jaxpr)
+        for k, v in enumerate(preallocated):
             self.prealloc[self.name(v)] = f"out{k}"
-            out_params.append(f"out{k}")
-        params += out_params
+            params.append(f"out{k}")
         self.plan_reuse(jaxpr, donated)
         self.jaxpr_body(jaxpr)
         outs = [self.atom(a) for a in jaxpr.outvars]
@@ -105,7 +104,7 @@ class Lowering:
         shift = len(head) - 1
         line_eqns = {k + shift: e for k, e in self.line_eqns.items()}
         return Source("\n".join(head + self.lines) + "\n", self.callbacks, line_eqns,
-                      [v.aval for v in _preallocatable_outputs(jaxpr)])
+                      [v.aval for v in preallocated])
 
     def plan_reuse(self, jaxpr: Jaxpr, donated: tuple) -> None:
         """Follow `plan_buffers`: a kernel's output may take over the array of a value that
