@@ -12,29 +12,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from minijit import primitives as P
 from minijit.interpret import eval_jaxpr
-from minijit.ir import ClosedJaxpr, Jaxpr, Var, subjaxprs
-from minijit.passes.fuse_elementwise import fused_p
-
-# Primitives whose result may be a view of their operand (NumPy reshapes and slices do not
-# copy, and generated code does the same).
-_VIEWS = {P.reshape_p, P.squeeze_p, P.transpose_p, P.slice_p, P.rev_p}
+from minijit.ir import ClosedJaxpr, Jaxpr
+from minijit.passes.plan_buffers import outputs_to_copy
 
 
 def outputs_that_may_alias(jaxpr: Jaxpr) -> list[bool]:
-    """Which outputs may share memory with an argument or a constant.
-
-    A jitted function's results are new arrays, as in JAX: `jit(lambda x: x)(a)` must not
-    change when `a` is later modified. Executables copy exactly these outputs."""
-    aliased = {id(v) for v in (*jaxpr.constvars, *jaxpr.invars)}
-    for eqn in jaxpr.eqns:
-        reads_alias = any(isinstance(a, Var) and id(a) in aliased for a in eqn.invars)
-        # Control flow may hand an operand straight back; a fused kernel always writes anew.
-        passes_through = subjaxprs(eqn) and eqn.primitive is not fused_p
-        if reads_alias and (eqn.primitive in _VIEWS or passes_through):
-            aliased.update(id(v) for v in eqn.outvars)
-    return [isinstance(a, Var) and id(a) in aliased for a in jaxpr.outvars]
+    """Which outputs the executable copies before returning them: those that may share
+    memory with an argument, a constant or an earlier output (`plan_buffers.outputs_to_copy`)."""
+    return outputs_to_copy(jaxpr)
 
 
 def copy_aliased(outs, flags) -> list:

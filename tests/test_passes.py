@@ -275,15 +275,36 @@ def _in_place(eqn: Eqn) -> bool:
         eqn.primitive is fused_p and eqn.params["kind"] == "elementwise")
 
 
-def check_plan(jaxpr: Jaxpr, donated=()):
-    """Recompute liveness independently and check the plan against it.
+_VIEW_NAMES = {"reshape", "squeeze", "transpose", "slice", "rev"}
 
-    A value occupies its buffer from the equation that defines it to its last use (a donated
-    input from the start). Two values may share a buffer only if one is dead before the other
-    is defined, or (in place) the first is read for the last time by the elementwise equation
-    that defines the second and has the same shape (so each element is read, then written).
+
+def _roots(jaxpr: Jaxpr) -> dict[int, set]:
+    """Independently of the planner: which allocations each value may share memory with."""
+    roots = {id(v): {id(v)} for v in (*jaxpr.constvars, *jaxpr.invars)}
+    for e in jaxpr.eqns:
+        seen = set().union(*(roots[id(a)] for a in e.invars if isinstance(a, Var)))
+        for v in e.outvars:
+            if e.primitive.name in _VIEW_NAMES:
+                roots[id(v)] = set(seen)
+            elif e.primitive.name in ("cond", "while", "fori_loop", "scan"):
+                roots[id(v)] = seen | {id(v)}
+            else:
+                roots[id(v)] = {id(v)}
+    return roots
+
+
+def check_plan(jaxpr: Jaxpr, donated=()):
+    """Recompute storage and liveness independently and check the plan against them.
+
+    Views share their operand's allocation, control flow may hand back any operand. An
+    allocation occupies its buffer from the equation that makes it to the last use of any
+    value that may share it (a donated input from the start). Two allocations may share a
+    buffer only if one is dead before the other is made, or (in place) the first is read for
+    the last time, directly and by no view beside it, by the elementwise equation that makes
+    the second, of the same shape (so each element is read, then written).
     """
     plan = plan_buffers(jaxpr, donated)
+    roots = _roots(jaxpr)
     n = len(jaxpr.eqns)
     start, end, var_of = {}, {}, {}
     for v in jaxpr.invars:
@@ -291,19 +312,22 @@ def check_plan(jaxpr: Jaxpr, donated=()):
     for i, e in enumerate(jaxpr.eqns):
         for a in e.invars:
             if isinstance(a, Var):
-                end[id(a)] = i
+                for r in roots[id(a)]:
+                    end[r] = i
         for v in e.outvars:
             start[id(v)], var_of[id(v)] = i, v
     for a in jaxpr.outvars:
         if isinstance(a, Var):
-            end[id(a)] = n
-    outputs = {id(v) for e in jaxpr.eqns for v in e.outvars}
-    for i, e in enumerate(jaxpr.eqns):  # every array an equation makes has a buffer
+            for r in roots[id(a)]:
+                end[r] = n
+    allocated = {id(v) for e in jaxpr.eqns for v in e.outvars
+                 if id(v) in roots[id(v)] and v.aval.shape and v.aval.size}
+    for i, e in enumerate(jaxpr.eqns):  # every array an equation allocates has a buffer
         for v in e.outvars:
-            if v.aval.shape and v.aval.size:
+            if id(v) in allocated:
                 assert id(v) in plan.buffer_of, f"no buffer for an output of eqn {i}"
                 assert plan.buffer_bytes[plan.buffer_of[id(v)]] in (0, _nbytes(v))
-    assert set(plan.buffer_of) <= outputs, "the plan gave a buffer to an input or const"
+    assert set(plan.buffer_of) <= allocated, "the plan gave a buffer to an input, const or view"
     occupants: dict[int, list] = {}
     for vid, b in plan.buffer_of.items():
         v = var_of[vid]
@@ -321,11 +345,12 @@ def check_plan(jaxpr: Jaxpr, donated=()):
                 continue
             eqn = jaxpr.eqns[s2] if 0 <= s2 < n else None
             ok = (eqn is not None and e1 == s2 and _in_place(eqn)
-                  and any(a is v1 for a in eqn.invars) and v1.aval.shape == v2.aval.shape)
+                  and any(a is v1 for a in eqn.invars) and v1.aval.shape == v2.aval.shape
+                  and not any(isinstance(a, Var) and a is not v1 and id(v1) in roots[id(a)]
+                              for a in eqn.invars))
             assert ok, (f"buffer {b} is shared by two live values: {v1.aval} live "
                         f"[{s1}, {e1}] and {v2.aval} live [{s2}, {e2}]\n{jaxpr}")
-    assert plan.bytes_before == sum(_nbytes(v) for e in jaxpr.eqns for v in e.outvars
-                                    if v.aval.shape)
+    assert plan.bytes_before == sum(_nbytes(var_of[v]) for v in allocated)
     assert plan.bytes_after == sum(plan.buffer_bytes) <= plan.bytes_before
     return plan
 
@@ -946,3 +971,47 @@ def test_plan_never_writes_in_place_over_a_broadcast_input():
     plan = check_plan(closed.jaxpr, donated=(True, False))
     assert plan.reused_from_input == {} or plan.buffer_of[id(closed.jaxpr.outvars[0])] not in (
         plan.reused_from_input)
+
+
+def test_plan_never_hands_out_a_view_of_an_input():
+    # tanh reads the last use of a reshape of x: a view of the caller's array, not ours.
+    closed = trace(lambda x, w: mnp.tanh(x.reshape(2, 3)) @ w, np.arange(6.0), np.ones((3, 2)))
+    plan = check_plan(closed.jaxpr)
+    reshape, tanh = closed.jaxpr.eqns[:2]
+    assert plan.roots[id(reshape.outvars[0])] == {id(closed.jaxpr.invars[0])}
+    assert id(reshape.outvars[0]) not in plan.buffer_of
+    assert id(tanh.outvars[0]) in plan.buffer_of
+
+
+def test_plan_keeps_a_returned_value_alive_through_its_views():
+    def f(x):
+        y = mnp.exp(x)
+        return y, mnp.sin(mnp.reshape(y, (3,)))
+
+    closed = trace(f, np.ones((3, 1)))
+    plan = check_plan(closed.jaxpr)
+    exp, _, sin = closed.jaxpr.eqns
+    assert plan.buffer_of[id(exp.outvars[0])] != plan.buffer_of[id(sin.outvars[0])]
+
+
+def test_plan_never_writes_in_place_while_a_view_of_the_operand_is_read():
+    # y + y.T: writing the sum into y would change y.T's later elements.
+    def f(x):
+        y = mnp.exp(x)
+        return y + y.T
+
+    closed = trace(f, np.ones((3, 3)))
+    plan = check_plan(closed.jaxpr)
+    exp, _, add = closed.jaxpr.eqns
+    assert plan.buffer_of[id(exp.outvars[0])] != plan.buffer_of[id(add.outvars[0])]
+
+
+def test_control_flow_results_may_be_their_operands():
+    def f(p, x):
+        return mnp.sin(lax.cond(p, lambda v: v, lambda v: v * 2.0, x))
+
+    closed = trace(f, True, np.ones(3))
+    plan = check_plan(closed.jaxpr)
+    cond = next(e for e in closed.jaxpr.eqns if e.primitive is cond_p)
+    assert id(closed.jaxpr.invars[1]) in plan.roots[id(cond.outvars[0])]
+    assert plan.reused_from_input == {}

@@ -58,7 +58,7 @@ def _while(lo, eqn, args, outs):
     lo.line("    break")
     lo.bind_inputs(p["body_jaxpr"], [*body_consts, *outs])
     lo.jaxpr_body(p["body_jaxpr"])
-    lo.assign_outputs(p["body_jaxpr"], outs)
+    lo.assign_outputs(p["body_jaxpr"], outs, carries=p["body_jaxpr"].invars[nb:])
     lo.indent -= 1
 
 
@@ -176,7 +176,7 @@ def _fori_loop(lo, eqn, args, outs):
         lo.line(f"{lo.name(index_var)} = {cast(lo.name(index_var), index_var.aval.dtype)}")
     lo.bind_inputs(Jaxpr((), body.invars[len(consts) + 1:], (), ()), outs)
     lo.jaxpr_body(body)
-    lo.assign_outputs(body, outs)
+    lo.assign_outputs(body, outs, carries=body.invars[len(consts) + 1:])
     lo.indent -= 1
 
 

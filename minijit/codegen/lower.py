@@ -24,7 +24,7 @@ from minijit.codegen.scalar_rules import cast, literal, scalar_expr
 from minijit.core import ELEMENTWISE
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, _Names, pp_eqn
 from minijit.passes.fuse_elementwise import fused_p
-from minijit.passes.plan_buffers import plan_buffers
+from minijit.passes.plan_buffers import outputs_to_copy, owns_its_memory, plan_buffers
 
 _RESERVED = {"np", "nb", "numba", "math", "entry", "range", "abs", "min", "max", "len"}
 
@@ -110,19 +110,11 @@ class Lowering:
         """Follow `plan_buffers`: a kernel's output may take over the array of a value that
         died (or of a donated argument), instead of allocating.
 
-        Only arrays that no view can still reach are handed over: every reader of the
-        dead value must be a loop kernel (a reshape would share its memory), it must not be
-        a program output, and the shapes and dtypes must match (the plan matches bytes)."""
+        Only an array that owns its memory is handed over (`owns_its_memory`: not a view, not
+        control flow's result, which may be an operand), so no input, constant or live value
+        can see the write; shapes and dtypes must match too (the plan matches bytes)."""
         plan = plan_buffers(jaxpr, tuple(donated) + (False,) * (len(jaxpr.invars) - len(donated)))
-        kernel_prims = {fused_p, P.broadcast_in_dim_p, *ELEMENTWISE, *_REDUCE_INIT}
-        readers: dict[int, set] = {}
-        for e in jaxpr.eqns:
-            for a in e.invars:
-                if isinstance(a, Var):
-                    readers.setdefault(id(a), set()).add(e.primitive)
-        outputs = {id(a) for a in jaxpr.outvars}
-        kernel_made = {id(o) for e in jaxpr.eqns if e.primitive in kernel_prims
-                       for o in e.outvars}
+        kernel_made = {id(o) for e in jaxpr.eqns if _is_kernel(e.primitive) for o in e.outvars}
         owner: dict[int, Var] = {}  # buffer -> the last value that held it
         for b, k in plan.reused_from_input.items():  # donated arguments' arrays
             owner[b] = jaxpr.invars[k]
@@ -132,8 +124,7 @@ class Lowering:
                 continue
             prev = owner.get(b)
             if (prev is not None and prev.aval.shape == v.aval.shape
-                    and prev.aval.dtype == v.aval.dtype and id(prev) not in outputs
-                    and readers.get(id(prev), set()) <= kernel_prims):
+                    and prev.aval.dtype == v.aval.dtype and owns_its_memory(plan.roots, prev)):
                 name, prev_name = self.name(v), self.name(prev)
                 if name not in self.prealloc:
                     self.reuse[name] = prev_name
@@ -158,12 +149,19 @@ class Lowering:
         for v, e in zip(jaxpr.invars, exprs):
             self.line(f"{self.name(v)} = {e}")
 
-    def assign_outputs(self, jaxpr: Jaxpr, targets: list[str]) -> None:
-        """`t1, t2 = o1, o2` (simultaneous, so a carry can feed another), typed exactly."""
+    def assign_outputs(self, jaxpr: Jaxpr, targets: list[str], carries=None) -> None:
+        """`t1, t2 = o1, o2` (simultaneous, so a carry can feed another), typed exactly.
+
+        For a loop body, `carries` are its carry inputs: the next iteration may write any
+        carry in place (`plan_reuse` treats them as donated), so each next carry must own
+        distinct memory; one that may share it with a constant or another carry is copied."""
         if not targets:
             return
-        values = [cast(self.atom(a), a.aval.dtype) if not a.aval.shape else self.atom(a)
-                  for a in jaxpr.outvars]
+        copies = (outputs_to_copy(jaxpr, carries) if carries is not None
+                  else [False] * len(targets))
+        values = [cast(self.atom(a), a.aval.dtype) if not a.aval.shape
+                  else f"{self.atom(a)}.copy()" if copy else self.atom(a)
+                  for a, copy in zip(jaxpr.outvars, copies)]
         self.line(f"{', '.join(targets)} = {', '.join(values)}")
 
     # -- equations
@@ -173,11 +171,11 @@ class Lowering:
         args = [self.atom(a) for a in eqn.invars]
         if (p in ELEMENTWISE or p is P.broadcast_in_dim_p) and not eqn.outvars[0].aval.shape:
             self.line(f"{outs[0]} = {scalar_expr(eqn, args)}")
-        elif p in ELEMENTWISE or p is P.broadcast_in_dim_p or p in _REDUCE_INIT:
-            kernel, inputs = _one_equation_kernel(eqn)
-            emit_kernel(self, kernel, [self.atom(a) for a in inputs], outs, self.name)
         elif p is fused_p:
             emit_kernel(self, eqn.params["jaxpr"], args, outs, self.name)
+        elif _is_kernel(p):
+            kernel, inputs = _one_equation_kernel(eqn)
+            emit_kernel(self, kernel, [self.atom(a) for a in inputs], outs, self.name)
         elif p in ARRAY_RULES:
             ARRAY_RULES[p](self, eqn, args, outs)
         else:
@@ -186,6 +184,11 @@ class Lowering:
                 f"(in `{self.current_eqn}`); run this function with "
                 f"jit({self.fun_name}, backend='interpreter') instead"
             )
+
+
+def _is_kernel(p) -> bool:
+    """Is `p` lowered to a loop nest (`emit_kernel`), which writes a new or reused array?"""
+    return p in ELEMENTWISE or p is P.broadcast_in_dim_p or p is fused_p or p in _REDUCE_INIT
 
 
 def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
@@ -200,8 +203,7 @@ def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
         if e is None or id(a) in seen or not a.aval.shape or not a.aval.size:
             continue
         seen.add(id(a))
-        if e.primitive in ELEMENTWISE or e.primitive is P.broadcast_in_dim_p or (
-                e.primitive is fused_p) or e.primitive in _REDUCE_INIT:
+        if _is_kernel(e.primitive):
             out.append(a)
     return out
 

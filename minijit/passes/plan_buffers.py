@@ -1,15 +1,28 @@
-"""Buffer planning: which arrays can share memory (an analysis, not a rewrite).
+"""Buffer planning: which arrays share memory, and which may be reused (an analysis, not a rewrite).
 
-Liveness: a value is live from the equation that defines it to its last use. When a value
-dies its buffer goes back to a pool, and a later equation's output of the same byte size may
-take it instead of allocating. A donated input (`donate_argnums`) joins the pool after its
-last use. An elementwise equation (or elementwise fused kernel) may write its output into an
-input of the same shape that dies at that very equation, since each element is read before it
-is written (not into a broadcast input, which is read again after being overwritten).
+The rule every backend keeps, stated once here: **a compiled function never writes memory it
+did not allocate unless that argument was donated, and never writes memory that a value still
+live (a returned value, or a view of one) can see.** Three facts make it checkable:
 
-Assumes: a typechecked Jaxpr. Guarantees: the plan never gives two simultaneously live values
-the same buffer, and never hands out a non-donated input's buffer. Codegen uses the plan;
-the course shows its report (bytes of temporaries before and after).
+- Storage. Each array value has a set of *roots*, the allocations whose memory it may share
+  (`storage`). A root is an input, a constant, or the result of an equation that allocates a
+  new array. A view (reshape, transpose, squeeze, slice, rev) has its operand's roots; control
+  flow may hand an operand straight back (a branch returning its argument, a carry passed
+  through), so its results have the roots of every operand as well as their own.
+- Liveness. A root is live from the equation that defines it to the last use of any value that
+  has it among its roots: a live view keeps its base alive.
+- Ownership. Only roots this function allocated, and donated inputs, are ever handed out.
+  Inputs, constants and the roots of returned values never are.
+
+When a root dies its buffer goes back to a pool, and a later equation's output of the same byte
+size may take it instead of allocating. An elementwise equation (or elementwise fused kernel)
+may write its output into an operand of the same shape whose root dies at that very equation,
+since each element is read before it is written: not into a broadcast operand (read again after
+being overwritten), and not when another operand of the equation is a view of the same root.
+
+Assumes: a typechecked Jaxpr. Guarantees: the plan never gives two simultaneously live roots
+the same buffer and never hands out an input's or constant's memory unless it was donated.
+Codegen follows the plan (`Lowering.plan_reuse`); the course shows its report.
 """
 
 from __future__ import annotations
@@ -17,16 +30,78 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from minijit import primitives as P
 from minijit.core import ELEMENTWISE
-from minijit.ir import ClosedJaxpr, Jaxpr, Var
+from minijit.ir import ClosedJaxpr, Jaxpr, Var, subjaxprs
+from minijit.passes.fuse_elementwise import fused_p
+
+# Primitives whose result may share memory with their operand: NumPy returns views for all
+# of them, and generated code for reshape, squeeze and transpose (np.ascontiguousarray hands
+# back its operand when that is already contiguous).
+VIEWS = frozenset({P.reshape_p, P.squeeze_p, P.transpose_p, P.slice_p, P.rev_p})
+
+
+def storage(jaxpr: Jaxpr) -> dict[int, frozenset[int]]:
+    """id(var) -> the ids of the roots whose memory `var` may share (see the module docstring).
+
+    Every constvar, invar and equation output of `jaxpr` has an entry; a fresh allocation is
+    its own only root."""
+    roots: dict[int, frozenset[int]] = {id(v): frozenset((id(v),))
+                                        for v in (*jaxpr.constvars, *jaxpr.invars)}
+    for eqn in jaxpr.eqns:
+        operands = [roots[id(a)] for a in eqn.invars if isinstance(a, Var)]
+        if eqn.primitive in VIEWS:
+            shared = frozenset().union(*operands)
+            for v in eqn.outvars:
+                roots[id(v)] = shared
+        elif subjaxprs(eqn) and eqn.primitive is not fused_p:
+            # Control flow: each result is new, or an operand (or a view of one) handed back.
+            shared = frozenset().union(*operands)
+            for v in eqn.outvars:
+                roots[id(v)] = shared | {id(v)}
+        else:  # a fused kernel, like every other primitive, writes a new array
+            for v in eqn.outvars:
+                roots[id(v)] = frozenset((id(v),))
+    return roots
+
+
+def owns_its_memory(roots: dict[int, frozenset[int]], v: Var) -> bool:
+    """Is `v` a fresh allocation that no other value can see (its own only root)?"""
+    return roots.get(id(v)) == frozenset((id(v),))
+
+
+def outputs_to_copy(jaxpr: Jaxpr, owned=()) -> list[bool]:
+    """Which outputs must be copied so that every array output owns distinct memory.
+
+    An output is copied if it may share memory with an input or constant not listed in
+    `owned`, or with an earlier output. A jitted function's results are new arrays, as in
+    JAX (`jit(lambda x: x)(a)` must not change when `a` is later modified); a loop body's
+    next carries must not share memory either, since the next iteration may write one of
+    them in place (`owned` then lists the carries, which the body may hand on)."""
+    roots = storage(jaxpr)
+    owned_ids = {id(v) for v in owned}
+    foreign = {id(v) for v in (*jaxpr.constvars, *jaxpr.invars)} - owned_ids
+    taken: set[int] = set()
+    flags = []
+    for a in jaxpr.outvars:
+        if not isinstance(a, Var) or not a.aval.shape:
+            flags.append(False)  # literals and scalars are values, not memory
+            continue
+        r = roots[id(a)]
+        copy = bool(r & foreign or r & taken)
+        flags.append(copy)
+        if not copy:
+            taken |= r
+    return flags
 
 
 @dataclass
 class BufferPlan:
-    buffer_of: dict[int, int] = field(default_factory=dict)  # id(var) -> buffer number
+    buffer_of: dict[int, int] = field(default_factory=dict)  # id(root var) -> buffer number
     buffer_bytes: list[int] = field(default_factory=list)
     reused_from_input: dict[int, int] = field(default_factory=dict)  # buffer -> invar index
-    bytes_before: int = 0  # every intermediate and output in its own buffer
+    roots: dict[int, frozenset[int]] = field(default_factory=dict)  # see `storage`
+    bytes_before: int = 0  # every allocated intermediate and output in its own buffer
     bytes_after: int = 0  # the buffers the plan allocates
 
     def report(self) -> str:
@@ -45,47 +120,55 @@ def _nbytes(v: Var) -> int:
 def _in_place_ok(eqn) -> bool:
     if eqn.primitive in ELEMENTWISE:
         return True
-    return eqn.primitive.name == "fused" and eqn.params.get("kind") == "elementwise"
+    return eqn.primitive is fused_p and eqn.params.get("kind") == "elementwise"
 
 
 def plan_buffers(program: ClosedJaxpr | Jaxpr, donated: tuple[bool, ...] = ()) -> BufferPlan:
     jaxpr = program.jaxpr if isinstance(program, ClosedJaxpr) else program
-    last_use: dict[int, int] = {}
+    roots = storage(jaxpr)
+    end = len(jaxpr.eqns)
+    last_use: dict[int, int] = {}  # root -> index of the last equation that can see it
     for i, eqn in enumerate(jaxpr.eqns):
         for a in eqn.invars:
             if isinstance(a, Var):
-                last_use[id(a)] = i
-    end = len(jaxpr.eqns)
+                for r in roots[id(a)]:
+                    last_use[r] = i
     for a in jaxpr.outvars:
         if isinstance(a, Var):
-            last_use[id(a)] = end  # outputs live past the end
+            for r in roots[id(a)]:
+                last_use[r] = end  # returned values live past the end
 
-    plan = BufferPlan()
+    plan = BufferPlan(roots=roots)
     pool: dict[int, list[int]] = defaultdict(list)  # byte size -> free buffers
-    owner_of_input = {id(v): k for k, (v, d) in enumerate(zip(jaxpr.invars, donated)) if d}
-    input_buffer: dict[int, int] = {}
+    donated_input = {id(v): (k, v) for k, (v, d) in enumerate(zip(jaxpr.invars, donated)) if d}
 
-    def release(v: Var):
-        if id(v) in plan.buffer_of:
-            pool[_nbytes(v)].append(plan.buffer_of[id(v)])
-        elif id(v) in owner_of_input:  # a donated input: its buffer becomes available
+    def release(r: int, nbytes: int):
+        if r in plan.buffer_of:
+            pool[nbytes].append(plan.buffer_of[r])
+        elif r in donated_input:  # a donated input: its buffer becomes available
             b = len(plan.buffer_bytes)
             plan.buffer_bytes.append(0)  # owned by the caller: costs nothing here
-            plan.reused_from_input[b] = owner_of_input[id(v)]
-            input_buffer[id(v)] = b
-            pool[_nbytes(v)].append(b)
+            plan.reused_from_input[b] = donated_input[r][0]
+            pool[nbytes].append(b)
 
+    sizes = {id(v): _nbytes(v) for v in (*jaxpr.constvars, *jaxpr.invars)}
     for i, eqn in enumerate(jaxpr.eqns):
-        dying = [a for a in dict.fromkeys(eqn.invars) if isinstance(a, Var)
-                 and last_use.get(id(a)) == i]
-        in_place = [a for a in dying if _in_place_ok(eqn) and eqn.outvars
-                    and a.aval.shape == eqn.outvars[0].aval.shape]
-        for a in in_place:
-            release(a)
+        operands = [a for a in dict.fromkeys(eqn.invars) if isinstance(a, Var)]
+        dying = {r for a in operands for r in roots[id(a)] if last_use.get(r) == i}
+        in_place = set()
+        if _in_place_ok(eqn) and eqn.outvars:
+            for a in operands:
+                others = [roots[id(b)] for b in operands if b is not a]
+                if (owns_its_memory(roots, a) and id(a) in dying
+                        and a.aval.shape == eqn.outvars[0].aval.shape
+                        and not any(id(a) in o for o in others)):
+                    in_place.add(id(a))
+        for r in in_place:
+            release(r, sizes[r])
         for v in eqn.outvars:
-            size = _nbytes(v)
-            if not v.aval.shape or size == 0:
-                continue  # scalars live in registers
+            sizes[id(v)] = size = _nbytes(v)
+            if id(v) not in roots[id(v)] or not v.aval.shape or size == 0:
+                continue  # views share their operand's buffer; scalars live in registers
             plan.bytes_before += size
             if pool[size]:
                 plan.buffer_of[id(v)] = pool[size].pop()
@@ -94,10 +177,9 @@ def plan_buffers(program: ClosedJaxpr | Jaxpr, donated: tuple[bool, ...] = ()) -
                 plan.buffer_bytes.append(size)
         for v in eqn.outvars:  # never used: free once every output of the equation has a buffer
             if id(v) in plan.buffer_of and id(v) not in last_use:
-                pool[_nbytes(v)].append(plan.buffer_of[id(v)])
-        for a in dying:
-            if all(a is not b for b in in_place):
-                release(a)
+                pool[sizes[id(v)]].append(plan.buffer_of[id(v)])
+        for r in dying - in_place:
+            release(r, sizes[r])
     plan.bytes_after = sum(plan.buffer_bytes)
     return plan
 
