@@ -1,7 +1,8 @@
 """How a call's arguments split into static values and traced leaves (chapter 04).
 
 `jit` and `make_jaxpr` see `f(*args, **kwargs)`. Static arguments (named by position or by
-name; each implies the other through `f`'s signature) are hashed into the cache key as values.
+name; each implies the other through `f`'s signature) are hashed into the cache key as values,
+together with their types (`1`, `1.0` and `True` are equal in Python but not as settings).
 Every other argument is a pytree whose leaves are traced; only their abstract values (shape,
 dtype, weak type) and the tree's structure go into the key.
 """
@@ -15,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from minijit import dtypes
+from minijit import dtypes, errors
 from minijit.core import ShapedArray
+from minijit.tracing import Tracer
 from minijit.tree_util import PyTreeDef, tree_flatten_with_path, tree_unflatten
 
 
@@ -26,6 +28,27 @@ def _as_tuple(x) -> tuple:
     if isinstance(x, (int, str)):
         return (x,)
     return tuple(x)
+
+
+def _resolve_argnums(option: str, given, params: list, fun_name: str) -> set[int]:
+    """The positions `static_argnums` / `donate_argnums` name, negative ones counted from the
+    end; a ValueError at `jit(...)` time (as in JAX) for one that `fun` cannot take."""
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    resolved = set()
+    for n in _as_tuple(given):
+        if not isinstance(n, int):
+            raise TypeError(f"{option} must be ints, got {n!r}")
+        k = n + len(positional) if n < 0 else n
+        # Without a signature (a builtin) only n >= 0 can be taken on trust; with *args any
+        # n >= 0 may be passed, but a negative n must still name a parameter.
+        if k < 0 or (params and k >= len(positional) and not (has_varargs and n >= 0)):
+            raise ValueError(
+                f"{option}={n} but `{fun_name}` has only {len(positional)} positional "
+                f"parameters (positions count from 0, or from -1 at the end)"
+            )
+        resolved.add(k)
+    return resolved
 
 
 @dataclass(frozen=True)
@@ -41,7 +64,7 @@ class ArgSpec:
     @staticmethod
     def make(fun: Callable, static_argnums=None, static_argnames=None,
              donate_argnums=None) -> ArgSpec:
-        nums = set(_as_tuple(static_argnums))
+        fun_name = getattr(fun, "__name__", "fun")
         names = set(_as_tuple(static_argnames))
         try:
             params = list(inspect.signature(fun).parameters.values())
@@ -49,26 +72,10 @@ class ArgSpec:
             params = []
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY,
                                                       p.POSITIONAL_OR_KEYWORD)]
-        has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
-        for n in list(nums):
-            if not isinstance(n, int):
-                raise TypeError(f"static_argnums must be ints, got {n!r}")
-            if n < 0:
-                if n + len(positional) < 0:  # else positional[n] would wrap or raise IndexError
-                    raise ValueError(
-                        f"static_argnums={n} but `{fun.__name__}` has only "
-                        f"{len(positional)} positional parameters"
-                    )
-                nums.discard(n)
-                n += len(positional)
-                nums.add(n)
+        nums = _resolve_argnums("static_argnums", static_argnums, params, fun_name)
+        for n in nums:
             if n < len(positional) and positional[n].kind == positional[n].POSITIONAL_OR_KEYWORD:
                 names.add(positional[n].name)
-            elif n >= len(positional) and not has_varargs and params:
-                raise ValueError(
-                    f"static_argnums={n} but `{fun.__name__}` has only "
-                    f"{len(positional)} positional parameters"
-                )
         for name in list(names):
             idx = next((i for i, p in enumerate(positional) if p.name == name), None)
             if idx is not None:
@@ -77,14 +84,14 @@ class ArgSpec:
                 p.kind == p.VAR_KEYWORD for p in params
             ):
                 raise ValueError(
-                    f"static_argnames={name!r} but `{fun.__name__}` has no parameter "
+                    f"static_argnames={name!r} but `{fun_name}` has no parameter "
                     f"named {name!r}"
                 )
-        donate = set(_as_tuple(donate_argnums))
+        donate = _resolve_argnums("donate_argnums", donate_argnums, params, fun_name)
         if donate & nums:
             raise ValueError("an argument cannot be both static and donated")
         return ArgSpec(
-            getattr(fun, "__name__", "fun"),
+            fun_name,
             tuple(p.name for p in positional),
             frozenset(nums), frozenset(names), frozenset(donate),
         )
@@ -102,7 +109,9 @@ class SplitArgs:
     leaf_names: list[str]  # `x`, `params['w']`, `args[2]`
     leaf_avals: list[tuple]  # (shape, dtype, weak_type) per leaf: cheap to hash
     in_tree: PyTreeDef  # structure of (dynamic positional args, dynamic kwargs)
-    static_key: tuple  # (("arg", i, value) | ("kwarg", name, value), ...)
+    # (("arg", i, value, type) | ("kwarg", name, value, type), ...): the type too, as in JAX,
+    # since 1 == 1.0 == True (and they hash alike) but trace to different programs
+    static_key: tuple
     static_names: list[str]  # name of each static entry, for explanations
     donated: list[bool]  # per leaf
     positions: list  # where each top-level dynamic arg goes: ("arg", i) or ("kwarg", name)
@@ -127,9 +136,29 @@ class SplitArgs:
         return args, kwargs
 
 
+_INT_MIN, _INT_MAX = int(np.iinfo(dtypes.int_).min), int(np.iinfo(dtypes.int_).max)
+
+
 def leaf_aval(x, name: str, fun_name: str) -> tuple:
     """`(shape, dtype, weak_type)` of one dynamic leaf, or a TypeError naming the argument."""
+    if isinstance(x, np.ma.MaskedArray):  # an ndarray, but tracing it would drop its mask
+        raise TypeError(
+            f"argument `{name}` of `{fun_name}` is a masked array (np.ma.MaskedArray); minijit "
+            f"arrays have no mask (neither do JAX's), so it would be silently dropped. Pass "
+            f"`{name}.filled(value)` to choose what the masked entries hold, or "
+            f"`np.asarray({name})` to use the data underneath"
+        )
     if isinstance(x, np.ndarray):
+        if not x.dtype.isnative:
+            # JAX refuses these too. The fast path in jit.py keys on the dtype itself (which
+            # includes the byte order), so a warm call cannot slip one past this check.
+            native = x.dtype.newbyteorder("=")
+            raise TypeError(
+                f"argument `{name}` of `{fun_name}` has dtype {x.dtype.str}: {native.name} "
+                f"stored in the other byte order (endianness) than this machine's. minijit, "
+                f"like JAX, takes arrays in native byte order only; convert it with "
+                f"{name}.astype(np.{native.name})"
+            )
         if x.dtype not in dtypes.SHORT_NAMES:
             raise TypeError(
                 f"argument `{name}` of `{fun_name}` has dtype {x.dtype}, which minijit does not "
@@ -142,9 +171,31 @@ def leaf_aval(x, name: str, fun_name: str) -> tuple:
     if isinstance(x, bool):
         return ((), dtypes.bool_, False)
     if isinstance(x, int):
+        if not _INT_MIN <= x <= _INT_MAX:  # as JAX: an OverflowError naming the argument
+            raise OverflowError(
+                f"argument `{name}` of `{fun_name}` is the Python int {x}, which does not fit "
+                f"in int64, the type minijit gives Python ints (as JAX does with "
+                f"jax_enable_x64). Pass float({name}) if an approximate value will do"
+            )
         return ((), dtypes.int_, True)
     if isinstance(x, float):
         return ((), dtypes.float_, True)
+    if isinstance(x, Tracer):
+        if not x._trace.alive:  # as JAX: UnexpectedTracerError, saying where it came from
+            raise errors.UnexpectedTracerError(
+                f"Encountered an unexpected tracer: argument `{name}` of `{fun_name}` is a "
+                f"tracer {x.aval.str_short()} left over from an earlier trace of "
+                f"`{x._trace.fun_name}`" + (f" ({x.source})" if x.source else "") + ". It "
+                "escaped that trace (stored in a global, a list or an attribute), and a tracer "
+                "has no value once its trace has ended. Return the value from the jitted "
+                "function instead of storing it, and pass that; `with minijit.checking_leaks():` "
+                "shows where it leaked."
+            )
+        raise TypeError(
+            f"argument `{name}` of `{fun_name}` is a tracer of the function being traced; "
+            f"make_jaxpr, .trace/.lower and compiled functions take concrete arrays. Call the "
+            f"jitted function itself inside a traced function: it is inlined there"
+        )
     raise TypeError(
         f"argument `{name}` of `{fun_name}` is a {type(x).__name__}, not an array, so it "
         f"cannot be traced. If it is a setting known before the call, mark it static: "
@@ -158,7 +209,7 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict) -> SplitArgs:
     for i, a in enumerate(args):
         name = spec.positional_name(i)
         if i in spec.static_argnums:
-            static_key.append(("arg", i, _hashable(a, name, spec.fun_name)))
+            static_key.append(("arg", i, _hashable(a, name, spec.fun_name), type(a)))
             static_names.append(name)
             statics[("arg", i)] = a
         else:
@@ -166,7 +217,8 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict) -> SplitArgs:
             positions.append(("arg", i))
     for k in sorted(kwargs):
         if k in spec.static_argnames:
-            static_key.append(("kwarg", k, _hashable(kwargs[k], k, spec.fun_name)))
+            static_key.append(("kwarg", k, _hashable(kwargs[k], k, spec.fun_name),
+                               type(kwargs[k])))
             static_names.append(k)
             statics[("kwarg", k)] = kwargs[k]
         else:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijit.errors import api_boundary
+
 
 class Array(np.ndarray):
     """An immutable-by-convention NumPy array, as returned by jitted functions and mnp."""
@@ -18,6 +20,7 @@ class Array(np.ndarray):
     def at(self):
         return _IndexUpdateHelper(self)
 
+    @api_boundary
     def __getitem__(self, index):
         # A traced index (`table[i]` inside jit) needs the slicing primitives: NumPy itself
         # would ask the tracer for its value.
@@ -29,6 +32,7 @@ class Array(np.ndarray):
             return getitem(self, index)
         return super().__getitem__(index)
 
+    @api_boundary
     def __setitem__(self, index, value):
         raise TypeError(
             "minijit arrays are immutable: instead of `x[idx] = y` write "
@@ -68,25 +72,31 @@ class _IndexUpdateRef:
     def __init__(self, array, index):
         self.array, self.index = array, index
 
+    @api_boundary
     def get(self):
         from minijit import numpy as mnp
 
         return mnp.asarray(self.array)[self.index]
 
+    @api_boundary
     def set(self, values):
         return _update(self.array, self.index, values, "set")
 
+    @api_boundary
     def add(self, values):
         return _update(self.array, self.index, values, "add")
 
+    @api_boundary
     def multiply(self, values):
         return _update(self.array, self.index, values, "multiply")
 
     mul = multiply
 
+    @api_boundary
     def min(self, values):
         return _update(self.array, self.index, values, "min")
 
+    @api_boundary
     def max(self, values):
         return _update(self.array, self.index, values, "max")
 

@@ -7,6 +7,9 @@ NumPy's own operators, which follow the same rules.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 from minijit import indexing
 from minijit import numpy as mnp
 from minijit.tracing import Tracer
@@ -14,6 +17,27 @@ from minijit.tracing import Tracer
 
 def _swap(f):
     return lambda self, other: f(other, self)
+
+
+def _numpy_method(fn):
+    """`fn` as a method NumPy can call: `np.sum(tracer)` is `tracer.sum(axis=None, out=None)`
+    (NumPy hands reductions to the method of anything that is not an ndarray), and `np.var`
+    adds `dtype=None`. Accept those defaults, as JAX's arrays do; an actual `out` has no
+    meaning for immutable arrays."""
+    takes_dtype = "dtype" in inspect.signature(fn).parameters
+
+    @functools.wraps(fn)
+    def method(self, *args, out=None, **kwargs):
+        if out is not None:
+            raise NotImplementedError(
+                f"The 'out' argument to mnp.{fn.__name__} is not supported: minijit arrays "
+                "are immutable, so use the array it returns"
+            )
+        if not takes_dtype and kwargs.get("dtype", 0) is None:
+            del kwargs["dtype"]
+        return fn(self, *args, **kwargs)
+
+    return method
 
 
 _OPERATORS = {
@@ -41,13 +65,14 @@ _METHODS = {
     "reshape": lambda self, *shape, order="C": mnp.reshape(
         self, shape[0] if len(shape) == 1 else shape, order
     ),
+    # x.transpose(), x.transpose(1, 0), x.transpose((1, 0)), and np.transpose's x.transpose(None)
     "transpose": lambda self, *axes: mnp.transpose(
-        self, None if not axes else axes[0] if len(axes) == 1 and axes[0] is not None
+        self, None if not axes or axes == (None,) else axes[0] if len(axes) == 1
         and not isinstance(axes[0], int) else axes
     ),
-    "sum": mnp.sum, "prod": mnp.prod, "mean": mnp.mean, "max": mnp.max, "min": mnp.min,
-    "var": mnp.var, "std": mnp.std, "argmax": mnp.argmax, "argmin": mnp.argmin,
-    "dot": mnp.dot, "squeeze": mnp.squeeze, "clip": mnp.clip, "ravel": mnp.ravel,
+    **{name: _numpy_method(getattr(mnp, name)) for name in (
+        "sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip")},
+    "dot": mnp.dot, "squeeze": mnp.squeeze, "ravel": mnp.ravel,
     "flatten": mnp.ravel,
 }
 

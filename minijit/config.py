@@ -2,11 +2,18 @@
 
 Names are accepted with or without JAX's `jax_` prefix, so `config.update("jax_disable_jit",
 True)` from a JAX snippet works unchanged.
+
+As in JAX, there are two scopes: `config.update` sets the process-wide value, seen by every
+thread; `config.override` (and so `with disable_jit():`, `with checking_leaks():`) sets a value
+for the current thread only, for the length of the `with` block. A thread debugging one call
+under `disable_jit()` therefore never turns jit off for other threads, and two threads entering
+and leaving `with` blocks at once cannot restore each other's values.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 _DEFAULTS: dict[str, Any] = {
@@ -19,12 +26,27 @@ _DEFAULTS: dict[str, Any] = {
     "traceback_filtering": True,  # hide minijit's own frames in tracebacks
 }
 
+_UNSET = object()
+
+
+class _ThreadOverrides(threading.local):
+    """The values `override` set in this thread; they shadow the process-wide ones."""
+
+    def __init__(self):
+        self.values: dict[str, Any] = {}
+
 
 class Config:
     """Attribute access (`config.log_compiles`) and `update`, as in `jax.config`."""
 
     def __init__(self):
-        object.__setattr__(self, "_values", dict(_DEFAULTS))
+        object.__setattr__(self, "_values", dict(_DEFAULTS))  # process-wide
+        object.__setattr__(self, "_local", _ThreadOverrides())  # this thread's overrides
+        # How many `override` blocks of each option are open, in all threads together. While
+        # an option's count is 0 (nearly always) its process-wide value is the whole story, so
+        # jit's cached-call fast path reads `_values` and this, never the (slower) thread-local.
+        object.__setattr__(self, "_overrides_open", dict.fromkeys(_DEFAULTS, 0))
+        object.__setattr__(self, "_count_lock", threading.Lock())
 
     @staticmethod
     def _key(name: str) -> str:
@@ -36,24 +58,35 @@ class Config:
         return key
 
     def update(self, name: str, value: Any) -> None:
+        """Set the process-wide value (an `override` in progress in a thread still wins there)."""
         self._values[self._key(name)] = value
 
     def __getattr__(self, name: str) -> Any:
-        return self._values[self._key(name)]
+        key = self._key(name)
+        local = self._local.values
+        return local[key] if key in local else self._values[key]
 
     def __setattr__(self, name, value):
         raise AttributeError("use minijit.config.update(name, value)")
 
     @contextlib.contextmanager
     def override(self, name: str, value: Any):
-        """Temporarily set an option (restored even if the block raises)."""
+        """Set an option in this thread for the `with` block (restored even if it raises)."""
         key = self._key(name)
-        old = self._values[key]
-        self._values[key] = value
+        local = self._local.values
+        old = local.get(key, _UNSET)
+        local[key] = value
+        with self._count_lock:
+            self._overrides_open[key] += 1
         try:
             yield
         finally:
-            self._values[key] = old
+            if old is _UNSET:
+                del local[key]
+            else:
+                local[key] = old
+            with self._count_lock:
+                self._overrides_open[key] -= 1
 
 
 config = Config()
@@ -61,5 +94,6 @@ config = Config()
 
 def disable_jit(disable: bool = True):
     """`with minijit.disable_jit():` runs jitted functions eagerly, so `print` and Python
-    control flow see real values (debugging only: nothing is compiled or cached)."""
+    control flow see real values (debugging only: nothing is compiled or cached). It applies
+    to the current thread; `config.update("disable_jit", True)` turns jit off everywhere."""
     return config.override("disable_jit", disable)

@@ -13,6 +13,7 @@ it records an equation, outside one it runs the primitive eagerly on NumPy.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -123,13 +124,28 @@ def abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:
 
 # --------------------------------------------------------------------------- the trace stack
 
-# The active traces, innermost last. A trace is anything with `process_primitive` (see
-# tracing.JaxprTrace); an empty stack means "evaluate eagerly".
-trace_stack: list[Any] = []
+
+class TraceState(threading.local):
+    """The traces active in *this* thread, innermost last (JAX's `TracingContext`).
+
+    A trace is anything with `process_primitive` (see tracing.JaxprTrace); an empty stack
+    means "evaluate eagerly". Each thread has its own stack, so a thread tracing a function
+    never captures the operations of another thread that runs eagerly or traces too.
+    """
+
+    def __init__(self):
+        self.stack: list[Any] = []
+
+
+# threading.local rather than a contextvars.ContextVar: tracing is synchronous (a traced
+# function never awaits), so a thread is the right scope; it is what JAX uses, and reading
+# an attribute of it is cheap enough for the cached-call fast path in jit.py.
+trace_state = TraceState()
 
 
 def current_trace():
-    return trace_stack[-1] if trace_stack else None
+    stack = trace_state.stack
+    return stack[-1] if stack else None
 
 
 def bind(prim: Primitive, *args, **params):

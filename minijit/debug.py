@@ -15,6 +15,7 @@ import numpy as np
 from minijit.array import wrap
 from minijit.config import config
 from minijit.core import Primitive, abstract_eval_rules, bind, get_aval, impl_rules
+from minijit.errors import api_boundary
 from minijit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True, effectful=True)
@@ -51,6 +52,7 @@ def _debug_callback_impl(*args, callback):
 impl_rules[debug_callback_p] = _debug_callback_impl
 
 
+@api_boundary
 def callback(fn: Callable, *args, **kwargs) -> None:
     """Call `fn(*args, **kwargs)` with concrete values every time the program runs."""
     leaves, in_tree = tree_flatten((args, kwargs))
@@ -59,6 +61,7 @@ def callback(fn: Callable, *args, **kwargs) -> None:
     bind(debug_callback_p, *leaves, callback=HostCallback(fn, in_tree, label, dtypes))
 
 
+@api_boundary
 def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001 - mirrors jax.debug.print
     """`debug.print("x = {x}", x=x)`: formats with `str.format` on every call."""
     def emit(*a, **k):
@@ -73,6 +76,7 @@ def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001 - mirrors jax.debug.
 
 
 def checking_leaks():
-    """`with checking_leaks():` every trace that ends checks that none of its tracers
-    escaped (into a global, a list, an attribute) and raises UnexpectedTracerError if so."""
+    """`with checking_leaks():` every trace that ends (in this thread) checks that none of
+    its tracers escaped (into a global, a list, an attribute) and raises UnexpectedTracerError
+    if so."""
     return config.override("check_tracer_leaks", True)

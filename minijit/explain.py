@@ -31,6 +31,8 @@ def differences(new: SplitArgs, old: SplitArgs) -> list[str]:
                 out.append(f"* at {name}, now {_aval_str(a)} and before {_aval_str(b)}{weak}")
     new_static = dict(zip(new.static_names, (k[2] for k in new.static_key)))
     old_static = dict(zip(old.static_names, (k[2] for k in old.static_key)))
+    new_type = dict(zip(new.static_names, (k[3] for k in new.static_key)))
+    old_type = dict(zip(old.static_names, (k[3] for k in old.static_key)))
     how = {"arg": "by position", "kwarg": "by keyword"}
     new_how = {n: how[k[0]] for n, k in zip(new.static_names, new.static_key)}
     old_how = {n: how[k[0]] for n, k in zip(old.static_names, old.static_key)}
@@ -38,6 +40,10 @@ def differences(new: SplitArgs, old: SplitArgs) -> list[str]:
         a, b = new_static.get(name, "<absent>"), old_static.get(name, "<absent>")
         if name not in new_static or name not in old_static or a != b:
             out.append(f"* at {name} (static), now {a!r} and before {b!r}")
+        elif new_type[name] is not old_type[name]:  # 1 == 1.0 == True, but not as settings
+            out.append(f"* at {name} (static), now {a!r} of type {new_type[name].__name__} "
+                       f"and before {b!r} of type {old_type[name].__name__} (equal values of "
+                       "different types are different static arguments)")
         elif new_how[name] != old_how[name]:  # same value, passed by position vs by keyword
             out.append(f"* at {name} (static), now passed {new_how[name]} "
                        f"and before {old_how[name]}")

@@ -1,9 +1,10 @@
 """`x[idx]` and `x.at[idx].set(v)` in terms of slicing primitives (chapter 04).
 
-Supported index components: Python ints, slices with static bounds (any step), `None`,
-`...`, and traced integer scalars. A traced index becomes a `dynamic_slice` (reads clamp into
-bounds, as in JAX; negative indices count from the end). Updates build a new array with
-`dynamic_update_slice`; an update at an out-of-bounds index is dropped, as in JAX.
+Supported index components: Python ints (and 0-d integer arrays, which are ints), slices with
+static bounds (any step), `None`, `...`, and traced integer scalars. A traced index becomes a
+`dynamic_slice` (reads clamp into bounds, as in JAX; negative indices count from the end).
+Updates build a new array with `dynamic_update_slice`; an update at an out-of-bounds index is
+dropped, as in JAX.
 """
 
 from __future__ import annotations
@@ -33,12 +34,19 @@ class _Axis:
     dynamic: bool = False
 
 
+def _is_int_scalar_array(i) -> bool:
+    return isinstance(i, np.ndarray) and i.ndim == 0 and dtypes.is_int(i.dtype)
+
+
 def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]]:
     """Per-axis plan, and the positions (in the result) where `None` adds an axis.
 
     Reading at a static out-of-bounds int raises, as in NumPy; an update there is dropped
     (an empty window), as in JAX."""
     index = index if isinstance(index, tuple) else (index,)
+    # A concrete 0-d integer array (`np.array(1)`, `mnp.array(1)`) is an int, as in NumPy and
+    # JAX, under jit and eagerly alike; operator.index below reads its value.
+    index = tuple(i.item() if _is_int_scalar_array(i) else i for i in index)
     for i in index:
         if isinstance(i, (list, np.ndarray)) or (
             isinstance(i, Tracer) and (i.ndim != 0 or not dtypes.is_int(i.dtype))

@@ -76,17 +76,56 @@ _UNARY = {
     P.expm1_p: np.expm1, P.sin_p: np.sin, P.cos_p: np.cos, P.tan_p: np.tan,
     P.tanh_p: np.tanh, P.sqrt_p: np.sqrt, P.not_p: np.invert,
 }
+
+
+def _maximum(x, y):
+    # np.maximum returns its second operand on a tie, so maximum(-0.0, 0.0) would depend on
+    # the order, which cse does not keep (max is COMMUTATIVE). IEEE 754 and JAX say +0.0; on a
+    # tie between zeros, x + y is -0.0 only when both are -0.0.
+    out = np.maximum(x, y)
+    return np.where((x == y) & (x == 0), x + y, out) if out.dtype.kind == "f" else out
+
+
+def _minimum(x, y):
+    # As in _maximum: -0.0 wins, and -(-x - y) is +0.0 only when both zeros are +0.0.
+    out = np.minimum(x, y)
+    return np.where((x == y) & (x == 0), -(-x - y), out) if out.dtype.kind == "f" else out
+
+
+def _power(x, y):
+    """np.power, except that an integer to a negative power is not an error.
+
+    NumPy raises ValueError, and so does `mnp.power` on concrete values; inside a compiled
+    program the exponent is data, so every backend gives the integer part of 1 / x**|y|:
+    1 for x == 1, +-1 for x == -1, else 0 (0 ** -1 too, as in JAX).
+    """
+    if x.dtype.kind != "i" or not (y < 0).any():
+        return np.power(x, y)
+    negative = y < 0
+    inverse = np.where(x == 1, 1, np.where(x == -1, 1 - 2 * (y & 1), 0)).astype(x.dtype)
+    return np.where(negative, inverse, np.power(x, np.where(negative, 0, y).astype(y.dtype)))
+
+
+def _integer_pow(x, *, y):
+    # Repeated squaring with wraparound, as NumPy's power: y may not fit x's dtype
+    # (int8_array ** 1000), so it is given in a dtype of the same signedness that holds it.
+    if x.dtype.kind in "iu":
+        exponent = np.asarray(y, dtype=np.uint64 if x.dtype.kind == "u" else np.int64)
+        return [np.power(x, exponent).astype(x.dtype)]
+    return [np.power(x, np.asarray(y, dtype=x.dtype))]
+
+
 _BINARY = {
     P.add_p: np.add, P.sub_p: np.subtract, P.mul_p: np.multiply, P.div_p: np.true_divide,
-    P.floor_divide_p: np.floor_divide, P.remainder_p: np.remainder, P.pow_p: np.power,
-    P.max_p: np.maximum, P.min_p: np.minimum, P.and_p: np.bitwise_and, P.or_p: np.bitwise_or,
+    P.floor_divide_p: np.floor_divide, P.remainder_p: np.remainder, P.pow_p: _power,
+    P.max_p: _maximum, P.min_p: _minimum, P.and_p: np.bitwise_and, P.or_p: np.bitwise_or,
     P.xor_p: np.bitwise_xor, P.eq_p: np.equal, P.ne_p: np.not_equal, P.lt_p: np.less,
     P.le_p: np.less_equal, P.gt_p: np.greater, P.ge_p: np.greater_equal,
 }
 for _p, _f in {**_UNARY, **_BINARY}.items():
     impl_rules[_p] = partial(_vectorized, _f)
 
-impl_rules[P.integer_pow_p] = lambda x, *, y: [np.power(x, np.asarray(y, dtype=x.dtype))]
+impl_rules[P.integer_pow_p] = _integer_pow
 impl_rules[P.convert_element_type_p] = lambda x, *, new_dtype, weak_type: [
     x.astype(new_dtype)
 ]

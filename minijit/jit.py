@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from minijit.arguments import ArgSpec, SplitArgs, split_args
 from minijit.array import Array, wrap
 from minijit.backends import get_backend
 from minijit.config import config
-from minijit.core import trace_stack
+from minijit.core import trace_state
 from minijit.explain import _aval_str, differences, explain_miss
 from minijit.ir import ClosedJaxpr
 from minijit.passes import run_passes
@@ -53,6 +54,7 @@ def _trace(fun: Callable, spec: ArgSpec, split: SplitArgs) -> tuple[ClosedJaxpr,
     return ClosedJaxpr(jaxpr, tuple(consts)), out_tree
 
 
+@errors.api_boundary
 def make_jaxpr(fun: Callable, static_argnums=None, static_argnames=None) -> Callable:
     """`make_jaxpr(f)(*args)` traces `f` on `args` and returns its ClosedJaxpr (printable)."""
     spec = ArgSpec.make(fun, static_argnums, static_argnames)
@@ -104,6 +106,9 @@ class Cache:
     history: list[SplitArgs] = field(default_factory=list)  # every traced call, in order
     fast: dict[tuple, CacheEntry] = field(default_factory=dict)  # see JitFunction.__call__
     misses: list[Miss] = field(default_factory=list)
+    # Held while compiling: threads that miss on one key at once compile it once, and the
+    # counters and lists above change together. Reentrant, for a compile that calls back in.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
 
 # fun -> {jit options: Cache}; weak, so a cache dies with its function.
@@ -159,11 +164,14 @@ class JitFunction:
                              or self.spec.donate_argnums)
 
     # -- calling
+    @errors.api_boundary  # errors show the learner's frames only, on the fast path too
     def __call__(self, *args, **kwargs):
         # The fast path: a cached signature of plain contiguous arrays, nothing static or
         # donated. It does as little as possible (a cached call should cost microseconds).
-        if self._fast_ok and not kwargs and not trace_stack and not _donated_any[0] and not (
-                _config_values["disable_jit"]):
+        # While any thread is inside `with disable_jit():`, calls take the slow path, which
+        # reads this thread's own setting.
+        if self._fast_ok and not kwargs and not trace_state.stack and not _donated_any[0] and not (
+                _config_values["disable_jit"] or _overrides_open["disable_jit"]):
             entry = self._cache.fast.get(_fast_key(args))
             if entry is not None:
                 t0 = perf_counter()
@@ -175,27 +183,31 @@ class JitFunction:
                 return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
         return self._call(args, kwargs)
 
-    @errors.api_boundary
     def _call(self, args, kwargs):
-        if _config_values["disable_jit"]:
+        if config.disable_jit:  # this thread's override, else the process-wide value
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
-        if trace_stack:  # called while tracing another function: inline it
+        if trace_state.stack:  # called while this thread traces another function: inline it
             return self.fun(*args, **kwargs)
         split = split_args(self.spec, args, kwargs)
         entry = self._cache.entries.get(split.key)
         if entry is None:
-            entry = self._compile(split)
+            with self._cache.lock:  # another thread may have compiled it while we waited
+                entry = self._cache.entries.get(split.key)
+                if entry is None:
+                    entry = self._compile(split)
             if self._fast_ok and not kwargs and _fast_key(args) is not None:
                 self._cache.fast[_fast_key(args)] = entry
-        leaves = split.leaves
+        leaves, donated = split.leaves, split.donated
         if _donated:
             _check_not_donated(leaves, split.leaf_names, self.spec.fun_name)
+        if self.spec.donate_argnums:
+            leaves, donated = _donatable(leaves, donated, entry.optimized.consts)
         t0 = perf_counter()
         outs = entry.executable(*leaves)
         entry.execute_s += perf_counter() - t0
         entry.calls += 1
         if self.spec.donate_argnums:
-            _mark_donated(leaves, split.donated)
+            _mark_donated(split.leaves, donated)
         return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
 
     def _compile(self, split: SplitArgs) -> CacheEntry:
@@ -272,12 +284,14 @@ class JitFunction:
 
         return format_profile(self)
 
+    @errors.api_boundary
     def trace(self, *args, **kwargs) -> Traced:
         """Stage 1 (AOT): trace without compiling or touching the cache."""
         split = split_args(self.spec, args, kwargs)
         closed, out_tree = _trace(self.fun, self.spec, split)
         return Traced(self, split, closed, out_tree)
 
+    @errors.api_boundary
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
 
@@ -297,6 +311,7 @@ class Traced:
     jaxpr: ClosedJaxpr
     out_tree: PyTreeDef
 
+    @errors.api_boundary
     def lower(self) -> Lowered:
         return Lowered(self, optimize(self.jaxpr))
 
@@ -311,6 +326,7 @@ class Lowered:
     traced: Traced
     jaxpr: ClosedJaxpr
 
+    @errors.api_boundary
     def as_text(self) -> str:
         """What the backend will run: generated source for Numba, the Jaxpr otherwise."""
         if self.traced.jitted.backend.name == "numba":
@@ -319,6 +335,7 @@ class Lowered:
             return lower_jaxpr(self.jaxpr, self.traced.jitted.spec.fun_name).text
         return str(self.jaxpr)
 
+    @errors.api_boundary
     def compile(self) -> Compiled:
         backend = self.traced.jitted.backend
         return Compiled(self, backend.compile(self.jaxpr, self.traced.jitted.spec.fun_name,
@@ -332,6 +349,7 @@ class Compiled:
     lowered: Lowered
     executable: Any
 
+    @errors.api_boundary
     def __call__(self, *args, **kwargs):
         traced = self.lowered.traced
         split = split_args(traced.jitted.spec, args, kwargs)
@@ -340,13 +358,20 @@ class Compiled:
                 "this compiled function was lowered for different argument types:\n  "
                 + "\n  ".join(differences(split, traced.split))
             )
-        outs = self.executable(*split.leaves)
+        leaves, donated = split.leaves, split.donated
+        if _donated:
+            _check_not_donated(leaves, split.leaf_names, traced.jitted.spec.fun_name)
+        if any(donated):
+            leaves, donated = _donatable(leaves, donated, self.lowered.jaxpr.consts)
+        outs = self.executable(*leaves)
+        _mark_donated(split.leaves, donated)
         return tree_unflatten(traced.out_tree, [wrap(o) for o in outs])
 
     def as_text(self) -> str:
         return self.executable.as_text()
 
 
+@errors.api_boundary
 def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
         donate_argnums=None, backend: str | None = None):
     """Compile `fun` for the shapes and dtypes it is called with; reuse it while they repeat.
@@ -364,18 +389,22 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
 # --------------------------------------------------------------------------- helpers
 
 _config_values = config._values  # read directly on the hot path
+_overrides_open = config._overrides_open  # option -> open `config.override` blocks, all threads
 
 
 def _fast_key(args) -> tuple | None:
     """(shape, dtype) of each argument if all are C-contiguous arrays of rank >= 1, else None.
 
-    Those calls need no argument conversion at all, so the fast path can skip it."""
+    Those calls need no argument conversion at all, so the fast path can skip it. The key
+    holds the dtype itself, not `dtype.num`: `>f8` and `<f8` share a number but are different
+    dtypes, and a big-endian array must miss here and be refused by `leaf_aval`, not reach
+    compiled code that reads its bytes as native floats. (A dtype also hashes as fast.)"""
     key = []
     for a in args:
         if (type(a) is not np.ndarray and type(a) is not Array) or not a.shape or not (
                 a.flags.c_contiguous):
             return None
-        key.append((a.shape, a.dtype.num))  # dtype.num hashes faster than the dtype
+        key.append((a.shape, a.dtype))
     return tuple(key)
 
 
@@ -393,6 +422,37 @@ def _check_not_donated(leaves, names, fun_name):
                 "earlier call (donate_argnums), so its buffer may have been reused. Pass the "
                 "array that call returned, or a fresh one."
             )
+
+
+def _donatable(leaves: list, donated: list[bool], consts) -> tuple[list, list[bool]]:
+    """The leaves to run with, and which of them are donated in this call.
+
+    Compiled code may overwrite a donated array while it still reads the other inputs, so a
+    donated array must be the only way to reach its memory. One that may overlap another
+    argument (`f(x, x)`, two views of one array) or a captured constant, that is read-only, or
+    that is a view of an array the caller may still hold (`x[::2]`: donating it must not
+    change `x`), is copied for this call and counts as not donated: results are right and
+    nothing the caller can see changes, whatever is passed."""
+    leaves, donated = list(leaves), list(donated)
+    for i, (leaf, d) in enumerate(zip(leaves, donated)):
+        if not d or not isinstance(leaf, np.ndarray):
+            continue
+        others = [o for j, o in enumerate(leaves) if j != i and isinstance(o, np.ndarray)]
+        others += [c for c in consts if isinstance(c, np.ndarray)]
+        if (not leaf.flags.writeable or _views_other_memory(leaf)
+                or any(np.may_share_memory(leaf, o) for o in others)):
+            leaves[i], donated[i] = np.array(leaf), False
+    return leaves, donated
+
+
+def _views_other_memory(x: np.ndarray) -> bool:
+    """Is `x` a view of memory some other array may expose? An `Array` that jit returned
+    views a NumPy array that only it can reach (`wrap`), so donating it is safe."""
+    if x.flags.owndata:
+        return False
+    base = x.base
+    return not (type(x) is Array and type(base) is np.ndarray and base.flags.owndata
+                and base.nbytes == x.nbytes and x.flags.c_contiguous)
 
 
 def _mark_donated(leaves, donated):

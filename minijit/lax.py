@@ -14,6 +14,7 @@ import numpy as np
 from minijit import dtypes
 from minijit import primitives as P
 from minijit.core import bind
+from minijit.errors import api_boundaries as _api_boundaries  # private: not in __all__
 
 
 def neg(x):
@@ -255,3 +256,7 @@ from minijit.control_flow import cond, fori_loop, scan, switch, while_loop  # no
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
     "annotations", "np", "dtypes", "P", "bind", "Sequence")]
+
+# Keep last: every public function becomes an API boundary, so an error raised inside one
+# shows the learner's frames only (errors.api_boundary).
+_api_boundaries(globals())

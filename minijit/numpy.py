@@ -20,7 +20,7 @@ import numpy as np
 from minijit import dtypes, lax
 from minijit.array import Array, wrap
 from minijit.core import current_trace, get_aval
-from minijit.errors import ConcretizationTypeError, user_line
+from minijit.errors import ConcretizationTypeError, api_boundaries, user_line
 from minijit.tracing import Tracer
 
 # dtype names, so `mnp.float32` works as in JAX
@@ -43,8 +43,21 @@ def _is_array(x) -> bool:
     return isinstance(x, (Tracer, np.ndarray, np.generic))
 
 
+def _reject_masked(x) -> None:
+    """A masked array would lose its mask in np.asarray: say so instead of dropping it."""
+    if isinstance(x, np.ma.MaskedArray):
+        where = user_line()
+        raise TypeError(
+            "an argument of a minijit.numpy function is a masked array (np.ma.MaskedArray); "
+            "minijit arrays have no mask (neither do JAX's), and converting it would silently "
+            "drop the mask. Pass `x.filled(value)` to choose what the masked entries hold, or "
+            "`np.asarray(x)` to use the data underneath." + (f"\n  at {where}" if where else "")
+        )
+
+
 def asarray(x, dtype=None):
     """An array (or tracer) for `x`; nested lists containing tracers are stacked."""
+    _reject_masked(x)
     if isinstance(x, Tracer):
         return x if dtype is None else astype(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(leaf, Tracer) for leaf in _flat(x)):
@@ -69,6 +82,7 @@ def _flat(x):
 
 def _operand(x):
     """Arrays and tracers pass through; Python scalars stay (weakly typed); the rest converts."""
+    _reject_masked(x)
     if isinstance(x, np.generic):
         x = np.asarray(x)
     if isinstance(x, np.ndarray) and not isinstance(x, Array) and current_trace() is None:
@@ -172,10 +186,12 @@ def multiply(x, y):
 
 
 def true_divide(x, y):
-    x, y = _promote(x, y)
-    target = dtypes.float_result(_aval(x).dtype)
-    weak = _aval(x).weak_type and _aval(y).weak_type
-    x, y = _convert(x, target, weak), _convert(y, target, weak)
+    xs = [_operand(x), _operand(y)]
+    dtype, weak = dtypes.result_type(*[(_aval(v).dtype, _aval(v).weak_type) for v in xs])
+    target = dtypes.float_result(dtype)
+    # Straight to the float dtype: through the int one, `uint8_array / 256` would need 256 as
+    # a uint8 (an OverflowError, or 0 when 256 is a traced argument, so inf).
+    x, y = (_convert(v, target, weak) for v in xs)
     return lax.div(*_broadcast(x, y))
 
 
@@ -206,9 +222,15 @@ def power(x, y):
         if _aval(x).dtype == dtypes.bool_:
             x = _convert(x, np.dtype(np.int8), False)
         if y < 0 and dtypes.is_int(_aval(x).dtype):
+            # NumPy's error; JAX raises a TypeError with the same meaning.
             raise ValueError("Integers to negative integer powers are not allowed.")
         return lax.integer_pow(x, y)
-    return lax.pow(*_broadcast(*_no_bool(*_promote(x, y))))
+    x, y = _broadcast(*_no_bool(*_promote(x, y)))
+    if current_trace() is None and dtypes.is_int(_aval(y).dtype) and np.any(np.asarray(y) < 0):
+        # NumPy's error, where the values are known. Inside jit they are data, and every
+        # backend gives a value instead (see `_power` in interpret.py).
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    return lax.pow(x, y)
 
 
 def maximum(x, y):
@@ -219,28 +241,53 @@ def minimum(x, y):
     return _binary(lax.min, x, y)
 
 
+def _wrap_int(value: int, dtype: np.dtype) -> int:
+    """`value` wrapped around into the range of the integer `dtype` (two's complement).
+
+    Like a Python int passed to jit (and as in JAX), it must fit int64 in the first place."""
+    if not -(2**63) <= value < 2**63:
+        raise OverflowError(f"Python int {value} too large to convert to int64")
+    bits = 8 * dtype.itemsize
+    value %= 2**bits
+    return value - 2**bits if dtype.kind == "i" and value >= 2 ** (bits - 1) else value
+
+
+def _compare(fn, x, y):
+    """A comparison. A Python int that does not fit the other operand's integer dtype wraps
+    around into it first, as in JAX: `uint8_array > -1` compares with 255 (all False).
+    (NumPy 2 compares such ints exactly; minijit follows JAX, so that the int behaves the same
+    closed over as passed to jit, where it is converted as a weakly typed int64.)"""
+    xs = [_operand(x), _operand(y)]
+    target, weak = dtypes.result_type(*[(_aval(v).dtype, _aval(v).weak_type) for v in xs])
+    if not weak and target.kind in "iu":
+        info = np.iinfo(target)
+        xs = [_wrap_int(v, target) if type(v) is int and not info.min <= v <= info.max else v
+              for v in xs]
+    return _binary(fn, *xs)
+
+
 def equal(x, y):
-    return _binary(lax.eq, x, y)
+    return _compare(lax.eq, x, y)
 
 
 def not_equal(x, y):
-    return _binary(lax.ne, x, y)
+    return _compare(lax.ne, x, y)
 
 
 def less(x, y):
-    return _binary(lax.lt, x, y)
+    return _compare(lax.lt, x, y)
 
 
 def less_equal(x, y):
-    return _binary(lax.le, x, y)
+    return _compare(lax.le, x, y)
 
 
 def greater(x, y):
-    return _binary(lax.gt, x, y)
+    return _compare(lax.gt, x, y)
 
 
 def greater_equal(x, y):
-    return _binary(lax.ge, x, y)
+    return _compare(lax.ge, x, y)
 
 
 def bitwise_and(x, y):
@@ -315,13 +362,13 @@ def sign(x):
 
 
 def floor(x):
-    x = _operand_array(x)
-    return x if dtypes.is_int(_aval(x).dtype) else lax.floor(x)
+    x = _operand_array(x)  # ints and bools are their own floor, and keep their dtype (JAX)
+    return x if _aval(x).dtype.kind in "biu" else lax.floor(x)
 
 
 def ceil(x):
     x = _operand_array(x)
-    return x if dtypes.is_int(_aval(x).dtype) else lax.ceil(x)
+    return x if _aval(x).dtype.kind in "biu" else lax.ceil(x)
 
 
 def _float_unary(fn):
@@ -399,6 +446,15 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def _strong(x):
+    """`x` without its weak type: a reduction's result is strongly typed, as in JAX.
+
+    (Under jit, `mnp.sum(n)` of a Python int argument must be int64 as in JAX, not a weak int
+    that a later `+ int32_array` would turn into int32.)"""
+    aval = _aval(x)
+    return lax.convert_element_type(x, aval.dtype, weak_type=False) if aval.weak_type else x
+
+
 def _keep(out, shape, axes, keepdims: bool):
     if not keepdims:
         return out
@@ -418,7 +474,7 @@ def sum(x, axis=None, dtype=None, keepdims=False):  # noqa: A001
     x = _operand_array(x)
     target = dtypes.canonicalize(dtype) if dtype else _sum_dtype(_aval(x).dtype)
     axes = _axes(axis, x.ndim)
-    out = lax.reduce_sum(_convert(x, target, False), axes)
+    out = lax.reduce_sum(_strong(_convert(x, target, False)), axes)
     return _keep(out, _shape(x), axes, keepdims)
 
 
@@ -426,7 +482,7 @@ def prod(x, axis=None, dtype=None, keepdims=False):
     x = _operand_array(x)
     target = dtypes.canonicalize(dtype) if dtype else _sum_dtype(_aval(x).dtype)
     axes = _axes(axis, x.ndim)
-    out = lax.reduce_prod(_convert(x, target, False), axes)
+    out = lax.reduce_prod(_strong(_convert(x, target, False)), axes)
     return _keep(out, _shape(x), axes, keepdims)
 
 
@@ -439,14 +495,14 @@ def max(x, axis=None, keepdims=False):  # noqa: A001
     x = _operand_array(x)
     axes = _axes(axis, x.ndim)
     _no_identity(x, axes, "maximum")
-    return _keep(lax.reduce_max(x, axes), _shape(x), axes, keepdims)
+    return _keep(lax.reduce_max(_strong(x), axes), _shape(x), axes, keepdims)
 
 
 def min(x, axis=None, keepdims=False):  # noqa: A001
     x = _operand_array(x)
     axes = _axes(axis, x.ndim)
     _no_identity(x, axes, "minimum")
-    return _keep(lax.reduce_min(x, axes), _shape(x), axes, keepdims)
+    return _keep(lax.reduce_min(_strong(x), axes), _shape(x), axes, keepdims)
 
 
 amax, amin = max, min
@@ -729,3 +785,8 @@ def eye(N, M=None, k=0, dtype=None):
     rows = lax.broadcasted_iota(np.int64, (N, M), 0)
     cols = lax.broadcasted_iota(np.int64, (N, M), 1)
     return astype(equal(add(rows, k), cols), dtype or dtypes.float_)
+
+
+# Keep last: every public function above becomes an API boundary, so an error raised inside
+# one shows the learner's frames only (errors.api_boundary).
+api_boundaries(globals())

@@ -15,6 +15,8 @@ Invariants:
 - only a top-level Jaxpr's constvars are bound to concrete arrays; a sub-Jaxpr's constvars are
   bound to tracers of the enclosing trace (the caller turns them into operands);
 - once `trace_to_jaxpr` returns, its trace is dead and its tracers must not be used.
+- the trace stack is per thread (`core.trace_state`): a trace and its sub-traces live in the
+  thread that started it, and a tracer used in another thread is a leaked tracer.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 
 from minijit import errors
 from minijit.config import config
-from minijit.core import ShapedArray, abstract_eval, get_aval, trace_stack
+from minijit.core import ShapedArray, abstract_eval, current_trace, get_aval, trace_state
 from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.tree_util import PyTreeDef, tree_flatten_with_path
 
@@ -350,13 +352,14 @@ def trace_to_jaxpr(
     trace, the const values include tracers of the enclosing trace (captured variables).
     """
     name = fun_name or getattr(fun, "__name__", "fun")
-    trace = JaxprTrace(name, parent=trace_stack[-1] if trace_stack else None)
+    trace = JaxprTrace(name, parent=current_trace())
     tracers = [trace.new_arg(aval, n) for aval, n in zip(in_avals, arg_names)]
-    trace_stack.append(trace)
+    stack = trace_state.stack  # this thread's: other threads trace or run eagerly meanwhile
+    stack.append(trace)
     try:
         out_atoms, out_tree = _output_atoms(trace, fun(*tracers), name)
     finally:
-        trace_stack.pop()
+        stack.pop()
         trace.alive = False
     if trace.made is not None:
         del tracers

@@ -50,7 +50,10 @@ class NumbaExecutable:
         return copy_aliased(outs, self.aliased) if self._any_aliased else outs
 
     def fast_call(self, args):
-        """Called with C-contiguous arrays of exactly the compiled types: no conversion."""
+        """Called with C-contiguous arrays of exactly the compiled types: no conversion.
+
+        "Exactly" includes the byte order: jit's fast-path key holds each argument's dtype
+        (`>f8 != <f8`), so only native-endian arrays of the compiled dtypes get here."""
         if not self._plain:
             return self(*args)
         if self.consts or len(self._buffer_specs) != 1:
@@ -63,10 +66,14 @@ class NumbaExecutable:
 
 
 def _boundary(x, aval):
+    """`x` as the compiled code reads it: a scalar of the dtype, or a C-contiguous array of
+    the exact dtype (Fortran order, strides and another byte order are converted here)."""
     if not aval.shape:
         return aval.dtype.type(x)
     x = np.asarray(x)
-    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    if x.flags.c_contiguous and x.dtype == aval.dtype:
+        return x
+    return np.ascontiguousarray(x, dtype=aval.dtype)
 
 
 __all__ = ["CodegenError", "NumbaExecutable", "lower_jaxpr"]

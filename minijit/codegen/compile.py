@@ -2,16 +2,32 @@
 
 - In memory: compiled functions keyed by a hash of their source and argument types, so two
   jitted functions that generate the same code share one compile.
-- On disk: the source is written to `<cache dir>/<hash>.py` and compiled with Numba's
-  `cache=True`, so Numba stores the machine code beside it and a new process (a restarted
-  notebook kernel) loads it instead of compiling again. The hash covers the source and the
-  versions of Python, NumPy, Numba and minijit, so an upgrade never loads stale code.
+- On disk: the source is written to `<cache dir>/m_<hash>.py` and compiled with Numba's
+  `cache=True`, so Numba stores the machine code beside it (`__pycache__/*.nbi` is its index,
+  `*.nbc` the code) and a new process (a restarted notebook kernel) loads it instead of
+  compiling again. The hash covers the source and the versions of Python, NumPy, Numba and
+  minijit, so an upgrade never loads stale code.
 
 The cache folder is `$MINIJIT_CACHE_DIR`, else `$XDG_CACHE_HOME/minijit`, else
 `~/.cache/minijit`; `config.update("disk_cache", False)` (or `MINIJIT_DISK_CACHE=0`) turns
 the disk cache off. Programs that call back into Python (`debug.print`) are never cached on
-disk, since their callbacks live only in this process. A failed compile leaves nothing behind:
-the source file is removed and no entry is stored.
+disk, since their callbacks live only in this process.
+
+Invariants:
+- the disk cache is an optimization only. Anything wrong with it (a damaged file, a folder
+  that is read-only, full, or not a folder) is reported once per folder with a
+  `DiskCacheWarning`, and the program is compiled in memory instead (a damaged source file is
+  just rewritten): the call still works. Numba's damaged files are removed, so the next
+  process caches the program afresh; a folder that cannot be written is not tried again
+  in this process;
+- a genuine compile error (Numba rejects the generated code) is still a `CodegenError`: a
+  failure on the disk path is retried once in memory, and only if that fails too is it the
+  code's fault;
+- a failed compile leaves nothing behind: its source file and Numba's files for it are
+  removed, and no entry is stored. Every file is written to a temporary name and renamed into
+  place, so another process or thread never reads half a file;
+- one program compiles at a time (`_lock`), so threads that need the same program at once
+  compile it once. Numba holds a global compiler lock anyway, so this costs no parallelism.
 """
 
 from __future__ import annotations
@@ -22,6 +38,8 @@ import os
 import re
 import sys
 import tempfile
+import threading
+import warnings
 from pathlib import Path
 
 import numba
@@ -32,6 +50,13 @@ from minijit.config import config
 
 _memory: dict[str, object] = {}
 stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}  # where each program came from
+_lock = threading.RLock()  # guards the two dicts above and the disk cache folder
+_unusable: set[Path] = set()  # folders that failed with an OSError: not tried again
+_warned: set[Path] = set()  # folders already reported with a DiskCacheWarning
+
+
+class DiskCacheWarning(UserWarning):
+    """The disk cache could not be used or was damaged; compiling went on without it."""
 
 
 def cache_dir() -> Path:
@@ -68,40 +93,96 @@ def compile_source(source: Source, arg_avals, fun_name: str):
     # another program.
     key = source_hash(source, repr(sig) + repr(sorted(
         (n, id(f)) for n, f in source.callbacks.items())))
-    if key in _memory:
-        stats["memory_hits"] += 1
-        return _memory[key]
-    use_disk = disk_cache_enabled() and not source.callbacks
-    text = source.text if use_disk else source.text.replace("cache=True", "cache=False")
-    path = None
+    with _lock:
+        entry = _memory.get(key)
+        if entry is not None:
+            stats["memory_hits"] += 1
+            return entry
+        entry = _compile(source, sig, key, fun_name)
+        _memory[key] = entry  # only a compiled function is ever stored
+        return entry
+
+
+def _compile(source: Source, sig, key: str, fun_name: str):
+    """Compile through the disk cache when it is on and usable, else (or if it fails) in memory.
+
+    If the disk path fails and compiling in memory works, the disk cache was at fault: warn.
+    If compiling in memory fails too, the generated code is at fault: that is the CodegenError.
+    """
+    folder, name = cache_dir(), f"minijit_generated_{key}"
+    disk_error = None
+    if disk_cache_enabled() and not source.callbacks and folder not in _unusable:
+        path = folder / f"m_{key}.py"
+        try:
+            entry, repaired = _compile_on_disk(source.text, sig, path, name)
+        except Exception as e:
+            disk_error = e
+        else:
+            loaded = sum(entry.stats.cache_hits.values())  # Numba's count of disk-cache loads
+            stats["disk_hits" if loaded else "compiled"] += 1
+            if repaired:
+                _warn_once(folder, f"minijit's disk cache in {folder} had a damaged source "
+                                   f"file, {path.name}; it has been rewritten. If this keeps "
+                                   f"happening, delete {folder}")
+            return entry
     try:
-        if use_disk:
-            path = _write_once(cache_dir() / f"m_{key}.py", text)
-            module = _import_file(path, f"minijit_generated_{key}")
-        else:  # callbacks are globals of the module, in place before its code runs
-            module = _exec_module(text, f"minijit_generated_{key}", source.callbacks)
-        entry = module.entry
-        entry.compile(sig)
+        entry = _compile_in_memory(source, sig, name)
     except Exception as e:
-        if path is not None:
-            _discard(path)
         raise _explain(e, source, fun_name) from None
-    loaded = sum(entry.stats.cache_hits.values())  # Numba's own count of disk-cache loads
-    stats["disk_hits" if loaded else "compiled"] += 1
-    _memory[key] = entry
+    stats["compiled"] += 1
+    if disk_error is not None:
+        _disk_cache_failed(folder, disk_error)
     return entry
 
 
-def _write_once(path: Path, text: str) -> Path:
-    """Write `text` unless the file already holds it (its timestamp is Numba's cache key)."""
+def _compile_on_disk(text: str, sig, path: Path, name: str):
+    """Compile the module at `path` with Numba's disk cache; (entry, whether the source file
+    had to be repaired)."""
+    entry = None
+    try:
+        repaired = _write_once(path, text)
+        entry = _import_file(path, name).entry
+        entry.compile(sig)
+    except BaseException:
+        _forget(path, entry)  # whatever failed, the next process starts this program afresh
+        raise
+    return entry, repaired
+
+
+def _compile_in_memory(source: Source, sig, name: str):
+    # callbacks are globals of the module, in place before its code runs
+    module = _exec_module(source.text.replace("cache=True", "cache=False"), name,
+                          source.callbacks)
+    module.entry.compile(sig)
+    return module.entry
+
+
+def _write_once(path: Path, text: str) -> bool:
+    """Make `path` hold `text`; True if it held something else before (a damaged file).
+
+    A file that already holds `text` is left alone: older Numba versions key their index on
+    its timestamp, so rewriting it would throw their cache away. Raises OSError if the folder
+    cannot be written.
+    """
+    data = text.encode()
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.read_text() == text:
-        return path
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
-    return path
+    try:
+        old = path.read_bytes()
+    except FileNotFoundError:
+        old = None
+    except OSError:  # unreadable, or a folder by that name: try to replace it
+        old = b""
+    if old == data:
+        return False
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)  # atomic: a concurrent reader never sees half a file
+    except BaseException:
+        _discard(Path(tmp))
+        raise
+    return old is not None
 
 
 def _import_file(path: Path, name: str):
@@ -122,11 +203,63 @@ def _exec_module(text: str, name: str, namespace: dict):
     return module
 
 
+def _forget(path: Path, dispatcher) -> None:
+    """Remove the source at `path` and Numba's index and code for it (best effort)."""
+    # Numba names its files after the module (`m_<hash>.entry-<line>.py311.nbi`) and keeps
+    # them in `__pycache__` beside it, unless NUMBA_CACHE_DIR says otherwise.
+    numba_cache = getattr(getattr(dispatcher, "_cache", None), "cache_path", None)
+    folder = Path(numba_cache) if numba_cache else path.parent / "__pycache__"
+    try:
+        files = list(folder.glob(f"{path.stem}.*"))
+    except OSError:
+        files = []
+    for f in (path, *files):
+        _discard(f)
+
+
 def _discard(path: Path) -> None:
     try:
         path.unlink()
     except OSError:
         pass
+
+
+def _disk_cache_failed(folder: Path, error: Exception) -> None:
+    """Compiling in memory worked where the disk path failed with `error`: report it."""
+    reason = f"{type(error).__name__}: {str(error)[:200]}"
+    if isinstance(error, OSError):
+        # Read-only, full, or not a folder: every program would fail the same way, and
+        # trying costs a compile each time, so this process stops using the folder.
+        _unusable.add(folder)
+        _warn_once(folder, f"minijit's disk cache folder {folder} cannot be written "
+                           f"({reason}), so this program was compiled in memory (it works, but "
+                           "is not kept for the next process) and this process stops using "
+                           f"that folder. To fix it, make {folder} a writable folder or set "
+                           "MINIJIT_CACHE_DIR to one")
+    else:
+        _warn_once(folder, f"minijit's disk cache in {folder} has a damaged file ({reason}), "
+                           "so this program was compiled in memory (it works). Its files were "
+                           "removed, so the next process compiles and caches it afresh; if "
+                           f"this keeps happening, delete {folder}")
+
+
+def _warn_once(folder: Path, message: str) -> None:
+    """Warn about `folder`, unless this process already has; names how to turn caching off."""
+    if folder in _warned:
+        return
+    _warned.add(folder)
+    warnings.warn(f"{message}. To turn the disk cache off, set MINIJIT_DISK_CACHE=0 or call "
+                  "minijit.config.update('disk_cache', False).",
+                  DiskCacheWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The `stacklevel` that points a warning at the first caller outside minijit."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(2), 2  # 1 would be _warn_once itself
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _explain(error: Exception, source: Source, fun_name: str) -> CodegenError:

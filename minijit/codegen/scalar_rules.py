@@ -62,8 +62,7 @@ def _call(fn: str) -> Rule:
     return lambda a, eqn: f"{fn}({', '.join(a)})"
 
 
-for _p, _op in {P.add_p: "+", P.sub_p: "-", P.mul_p: "*", P.div_p: "/",
-                P.floor_divide_p: "//", P.remainder_p: "%", P.pow_p: "**",
+for _p, _op in {P.sub_p: "-", P.div_p: "/", P.remainder_p: "%",
                 P.and_p: "&", P.or_p: "|", P.xor_p: "^", P.eq_p: "==", P.ne_p: "!=",
                 P.lt_p: "<", P.le_p: "<=", P.gt_p: ">", P.ge_p: ">="}.items():
     SCALAR_RULES[_p] = _binop(_op)
@@ -71,9 +70,118 @@ for _p, _op in {P.add_p: "+", P.sub_p: "-", P.mul_p: "*", P.div_p: "/",
 for _p, _fn in {P.exp_p: "np.exp", P.log_p: "np.log", P.log1p_p: "np.log1p",
                 P.expm1_p: "np.expm1", P.sin_p: "np.sin", P.cos_p: "np.cos", P.tan_p: "np.tan",
                 P.tanh_p: "np.tanh", P.sqrt_p: "np.sqrt", P.floor_p: "np.floor",
-                P.ceil_p: "np.ceil", P.abs_p: "abs",
-                P.max_p: "np.maximum", P.min_p: "np.minimum"}.items():
+                P.ceil_p: "np.ceil", P.abs_p: "abs"}.items():
     SCALAR_RULES[_p] = _call(_fn)
+
+
+def _kind(eqn: Eqn) -> str:
+    return eqn.invars[0].aval.dtype.kind
+
+
+# --------------------------------------------------------------------------- bools
+# On bools, + and * are logical or and and, and so are max and min (NumPy and JAX agree).
+# Numba would compute `True + True` as the int 2 and store that byte into a bool array, where
+# it reads back as True but sums as 2; `|` and `&` keep every value a real bool.
+
+def _logical_or_else(bool_op: str, otherwise: Rule) -> Rule:
+    def rule(a, eqn):
+        return f"({a[0]} {bool_op} {a[1]})" if _kind(eqn) == "b" else otherwise(a, eqn)
+
+    return rule
+
+
+# --------------------------------------------------------------------------- max and min
+
+
+def _max(a, eqn):
+    x, y = a
+    if _kind(eqn) != "f":
+        return f"np.maximum({x}, {y})"
+    # NaN wins, and +0.0 beats -0.0 (IEEE 754's maximum, which JAX follows). np.maximum
+    # returns its second operand on a tie, so its sign of zero depends on the order; but max
+    # is COMMUTATIVE, and cse takes max(x, y) and max(y, x) for one value. On a tie between
+    # zeros, x + y is -0.0 only when both are -0.0.
+    return (f"({x} if {x} > {y} or {x} != {x} else {y} if {y} > {x} or {y} != {y} "
+            f"else {x} + {y} if {x} == 0 else {x})")
+
+
+def _min(a, eqn):
+    x, y = a
+    if _kind(eqn) != "f":
+        return f"np.minimum({x}, {y})"
+    # As in _max; -(-x - y) is +0.0 only when both zeros are +0.0.
+    return (f"({x} if {x} < {y} or {x} != {x} else {y} if {y} < {x} or {y} != {y} "
+            f"else -(-{x} - {y}) if {x} == 0 else {x})")
+
+
+SCALAR_RULES[P.add_p] = _logical_or_else("|", _binop("+"))
+SCALAR_RULES[P.mul_p] = _logical_or_else("&", _binop("*"))
+SCALAR_RULES[P.max_p] = _logical_or_else("|", _max)
+SCALAR_RULES[P.min_p] = _logical_or_else("&", _min)
+
+
+# --------------------------------------------------------------------------- integer corners
+
+
+def _floor_divide(a, eqn):
+    x, y = a
+    if _kind(eqn) != "i":
+        return f"({x} // {y})"
+    # Numba returns 0 for int64_min // -1 (the one quotient that overflows); NumPy wraps
+    # around to int64_min, which is what -x gives.
+    return f"(-{x} if {y} == -1 else {x} // {y})"
+
+
+SCALAR_RULES[P.floor_divide_p] = _floor_divide
+
+# Numba's integer `**` switches to float `math.pow` for exponents above 2**16, which turns
+# 2 ** 2**62 into int64_min where NumPy's repeated squaring wraps around to 0. Exponents up
+# to 2**16 are safe, so a bigger one is split into 16-bit digits and combined Horner-style:
+# x**e = (((x**e3)**K * x**e2)**K * x**e1)**K * x**e0 with K = 2**16. Integer `**` wraps
+# around at every step, so the result agrees with NumPy's in every width.
+_SAFE_EXPONENT = 1 << 16
+
+
+def _as_int64(expr: str, dtype: np.dtype) -> str:
+    """Integer powers compute in int64 (uint64 keeps its bits) and are cast back at the end:
+    wrapping products agree with NumPy's in every width, and no shift exceeds the width."""
+    return expr if dtype == np.int64 else f"np.int64({expr})"
+
+
+def _wide_power(x: str, digits: list[str]) -> str:
+    """`x ** e` from the base-2**16 digits of e (most significant first), without floats."""
+    expr = f"{x} ** {digits[0]}"
+    for d in digits[1:]:
+        expr = f"({expr}) ** {_SAFE_EXPONENT} * {x} ** {d}"
+    return f"({expr})"
+
+
+def _negative_power(x: str, y: str) -> str:
+    """x ** y for integers and y < 0: the integer part of 1 / x**|y|.
+
+    NumPy raises ValueError here, and so does `mnp.power` on concrete values, but inside a
+    compiled program the exponent is data: both backends then give 1 for x == 1, +-1 for
+    x == -1, and 0 otherwise (0 ** -1 too, which is what JAX gives for those bases).
+    """
+    return f"(1 if {x} == 1 else (1 - 2 * ({y} & 1)) if {x} == -1 else 0)"
+
+
+def _pow(a, eqn):
+    x, y = a
+    dtype = eqn.invars[0].aval.dtype
+    if dtype.kind not in "iu":
+        return f"({x} ** {y})"
+    x, y = _as_int64(x, dtype), _as_int64(y, dtype)
+    digits = [f"(({y} >> {s}) & {_SAFE_EXPONENT - 1})" for s in (48, 32, 16)]
+    digits.append(f"({y} & {_SAFE_EXPONENT - 1})")
+    big = _wide_power(x, digits)
+    # A uint64 exponent seen as int64 is "negative" when it is at least 2**63.
+    negative = _negative_power(x, y) if dtype.kind == "i" else big
+    return (f"({x} ** {y} if 0 <= {y} <= {_SAFE_EXPONENT} else {negative} if {y} < 0 "
+            f"else {big})")
+
+
+SCALAR_RULES[P.pow_p] = _pow
 
 SCALAR_RULES[P.neg_p] = lambda a, eqn: f"(-{a[0]})"
 
@@ -93,10 +201,18 @@ def _not(a, eqn):
 
 def _integer_pow(a, eqn):
     y = eqn.params["y"]
+    dtype = eqn.outvars[0].aval.dtype
     if y == 0:
-        return literal(1, eqn.outvars[0].aval.dtype)
+        return literal(1, dtype)
     if 0 < y <= 4:
         return "(" + " * ".join([a[0]] * y) + ")"
+    if y > _SAFE_EXPONENT and dtype.kind in "iu":  # see _wide_power
+        x = _as_int64(a[0], dtype)
+        digits, e = [], y
+        while e:
+            digits.insert(0, str(e % _SAFE_EXPONENT))
+            e //= _SAFE_EXPONENT
+        return _wide_power(x, digits)
     return f"({a[0]} ** {y})"
 
 
