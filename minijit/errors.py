@@ -173,20 +173,33 @@ def api_boundary(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            if _filtering_enabled() and not _inside_a_boundary(sys._getframe(1)):
-                _hide_internal_frames(e)
+            leaving_minijit(e, sys._getframe(1))
             raise  # a bare raise keeps the filtered traceback and adds no frame
 
     return reraise_with_filtered_traceback
 
 
-_BOUNDARY_CODE = api_boundary(lambda: None).__code__
+def leaving_minijit(e: Exception, caller) -> None:
+    """Called by a boundary as `e` leaves it for `caller` (a frame): if no boundary is further
+    out, hide minijit's frames. A hot entry point (calling a jitted function) does this in its
+    own `except` clause instead of paying for a wrapper, and registers with `boundary_code`."""
+    if _filtering_enabled() and not _inside_a_boundary(caller):
+        _hide_internal_frames(e)
+
+
+_BOUNDARY_CODES = {api_boundary(lambda: None).__code__}
+
+
+def boundary_code(fn: Callable) -> Callable:
+    """Mark `fn` as a boundary that calls `leaving_minijit` itself (see there)."""
+    _BOUNDARY_CODES.add(fn.__code__)
+    return fn
 
 
 def _inside_a_boundary(frame) -> bool:
     """Whether an `api_boundary` is among `frame` and its callers."""
     while frame is not None:
-        if frame.f_code is _BOUNDARY_CODE:
+        if frame.f_code in _BOUNDARY_CODES:
             return True
         frame = frame.f_back
     return False

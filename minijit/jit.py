@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -164,24 +165,31 @@ class JitFunction:
                              or self.spec.donate_argnums)
 
     # -- calling
-    @errors.api_boundary  # errors show the learner's frames only, on the fast path too
+    @errors.boundary_code  # errors show the learner's frames only, on the fast path too
     def __call__(self, *args, **kwargs):
-        # The fast path: a cached signature of plain contiguous arrays, nothing static or
-        # donated. It does as little as possible (a cached call should cost microseconds).
-        # While any thread is inside `with disable_jit():`, calls take the slow path, which
-        # reads this thread's own setting.
-        if self._fast_ok and not kwargs and not trace_state.stack and not _donated_any[0] and not (
-                _config_values["disable_jit"] or _overrides_open["disable_jit"]):
-            entry = self._cache.fast.get(_fast_key(args))
-            if entry is not None:
-                t0 = perf_counter()
-                outs = entry.executable.fast_call(args)
-                entry.execute_s += perf_counter() - t0
-                entry.calls += 1
-                if entry.single:
-                    return outs[0].view(Array)
-                return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
-        return self._call(args, kwargs)
+        __tracebackhide__ = True  # noqa: F841 - pytest and IPython skip frames marked so
+        try:
+            # The fast path: a cached signature of plain contiguous arrays, nothing static or
+            # donated. It does as little as possible (a cached call should cost microseconds;
+            # so it is its own api boundary, a `try` that costs nothing until it catches).
+            # While any thread is inside `with disable_jit():`, calls take the slow path,
+            # which reads this thread's own setting.
+            if self._fast_ok and not kwargs and not trace_state.stack and not (
+                    _donated_any[0] or _config_values["disable_jit"]
+                    or _overrides_open["disable_jit"]):
+                entry = self._cache.fast.get(_fast_key(args))
+                if entry is not None:
+                    t0 = perf_counter()
+                    outs = entry.executable.fast_call(args)
+                    entry.execute_s += perf_counter() - t0
+                    entry.calls += 1
+                    if entry.single:
+                        return outs[0].view(Array)
+                    return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
+            return self._call(args, kwargs)
+        except Exception as e:
+            errors.leaving_minijit(e, sys._getframe(1))
+            raise
 
     def _call(self, args, kwargs):
         if config.disable_jit:  # this thread's override, else the process-wide value
