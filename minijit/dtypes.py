@@ -71,10 +71,20 @@ def python_scalar_dtype(value) -> np.dtype:
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            # As in JAX: a Python int is an int64, so one that does not fit is an error
+            # rather than a silent conversion to float.
+            raise OverflowError(
+                f"Python int {value} does not fit in int64, the dtype minijit (like JAX with "
+                f"64-bit mode) gives Python ints; write it as a float ({float(value)!r}) or "
+                "pass an array of another dtype")
         return int_
     if isinstance(value, float):
         return float_
     raise TypeError(f"{type(value).__name__} is not a Python scalar minijit understands")
+
+
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:

@@ -386,3 +386,16 @@ def test_int64_extremes_are_accepted():
 def test_int_too_big_inside_a_pytree_names_its_path():
     with pytest.raises(OverflowError, match=r"argument `p\['n'\]`"):
         mj.jit(lambda p: p["n"] + 1)({"n": 2**64})
+
+
+@pytest.mark.parametrize("expr", [
+    lambda: mnp.add(2**70, 1),  # eager
+    lambda: mj.jit(lambda x: x + 2**70)(np.ones(2)),  # a literal in the traced code
+    lambda: mj.make_jaxpr(lambda x: mnp.multiply(x, -(2**63) - 1))(np.ones(2)),
+])
+def test_int_too_big_for_int64_in_the_code_is_an_overflow_error(expr):
+    """JAX raises OverflowError for `jnp.add(2**70, 1)` and for `x + 2**70` under jit
+    (float x included) rather than converting the int to a float."""
+    with pytest.raises(OverflowError, match="does not fit in int64") as info:
+        expr()
+    assert "C long" not in str(info.value)
