@@ -74,7 +74,8 @@ def outputs_to_copy(jaxpr: Jaxpr, owned=()) -> list[bool]:
     """Which outputs must be copied so that every array output owns distinct memory.
 
     An output is copied if it may share memory with an input or constant not listed in
-    `owned`, or with an earlier output. A jitted function's results are new arrays, as in
+    `owned`, or with an earlier output (rank 0 included: the interpreter returns 0-d
+    arrays, and a reshape of one is a view). A jitted function's results are new arrays, as in
     JAX (`jit(lambda x: x)(a)` must not change when `a` is later modified); a loop body's
     next carries must not share memory either, since the next iteration may write one of
     them in place (`owned` then lists the carries, which the body may hand on)."""
@@ -84,8 +85,8 @@ def outputs_to_copy(jaxpr: Jaxpr, owned=()) -> list[bool]:
     taken: set[int] = set()
     flags = []
     for a in jaxpr.outvars:
-        if not isinstance(a, Var) or not a.aval.shape:
-            flags.append(False)  # literals and scalars are values, not memory
+        if not isinstance(a, Var):
+            flags.append(False)  # a literal is a value, not memory
             continue
         r = roots[id(a)]
         copy = bool(r & foreign or r & taken)
