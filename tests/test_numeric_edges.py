@@ -228,3 +228,20 @@ def test_masked_arrays_are_rejected_by_jit(backend):
 def test_masked_arrays_are_rejected_by_mnp(fn):
     with pytest.raises(TypeError, match=r"masked array.*filled.*np\.asarray"):
         fn(MASKED)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["sum", "prod", "dot", "mul", "sub"])
+def test_int64_overflow_wraps_and_later_code_sees_the_wrapped_value(backend, name):
+    """Signed int64 overflow wraps (NumPy, JAX). Numba's int64 `+ - *` carry LLVM's `nsw`
+    flag, which makes overflow undefined: the sum below came out right, but `sum > 0` was
+    folded to False. A comparison must see the wrapped value, in reductions too."""
+    x = np.array([[-2**63], [0], [-2]], np.int64)
+    ops = {"sum": lambda x: mnp.sum(x), "prod": lambda x: mnp.prod(x - 1),
+           "dot": lambda x: (x.T @ x)[0, 0], "mul": lambda x: x * 3, "sub": lambda x: x - 3}
+    op = ops[name]
+    with np.errstate(over="ignore"):
+        want = op(x), op(x) > 0
+    got = mj.jit(lambda x: (op(x), op(x) > 0), backend=backend)(x)
+    for g, w in zip(got, want):
+        assert_bits_equal(g, w, name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
-from minijit.codegen.scalar_rules import cast, dtype_name, literal
+from minijit.codegen.scalar_rules import cast, dtype_name, literal, wrapping
 
 
 def _shape(v) -> tuple:
@@ -177,7 +177,9 @@ def _dot_general(lo, eqn, args, outs):
     lo.line(f"        {acc} = {literal(0, o.aval.dtype)}")
     lo.line(f"        for _k in range({ta}.shape[1]):")
     combine = (f"{acc} = {acc} or ({ta}[_i, _k] and {tb}[_k, _j])" if o.aval.dtype == np.bool_
-               else f"{acc} = {cast(f'{acc} + {ta}[_i, _k] * {tb}[_k, _j]', o.aval.dtype)}")
+               else f"{acc} = " + cast(wrapping("+", acc, wrapping(
+                   "*", f"{ta}[_i, _k]", f"{tb}[_k, _j]", o.aval.dtype), o.aval.dtype),
+                   o.aval.dtype))
     lo.line(f"            {combine}")
     lo.line(f"        {r}[_i, _j] = {acc}")
     lo.line(f"{outs[0]} = {r}.reshape({_shape(o)})" if _shape(o) else f"{outs[0]} = {r}[0, 0]")

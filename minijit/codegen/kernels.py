@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
-from minijit.codegen.scalar_rules import cast, dtype_name, literal, scalar_expr
+from minijit.codegen.scalar_rules import cast, dtype_name, literal, scalar_expr, wrapping
 from minijit.ir import Jaxpr, Lit, Var
 
 _REDUCE_INIT = {
@@ -27,10 +27,9 @@ _REDUCE_INIT = {
 
 def _combine(prim, acc: str, v: str, dt) -> list[str]:
     """Statements folding element `v` into accumulator `acc` (NaN-propagating max/min)."""
-    if prim is P.reduce_sum_p:
-        return [f"{acc} = {cast(f'{acc} + {v}', dt)}"]
-    if prim is P.reduce_prod_p:
-        return [f"{acc} = {cast(f'{acc} * {v}', dt)}"]
+    if prim in (P.reduce_sum_p, P.reduce_prod_p):
+        op = "+" if prim is P.reduce_sum_p else "*"
+        return [f"{acc} = {cast(wrapping(op, acc, v, dt), dt)}"]
     op = ">" if prim is P.reduce_max_p else "<"
     return [f"if {v} {op} {acc} or {v} != {v}:", f"    {acc} = {v}"]
 

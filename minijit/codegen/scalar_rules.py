@@ -58,11 +58,29 @@ def _binop(op: str) -> Rule:
     return lambda a, eqn: f"({a[0]} {op} {a[1]})"
 
 
+def wrapping(op: str, x: str, y: str, dtype) -> str:
+    """`x op y` for `+ - *`, wrapping around on overflow as NumPy and JAX do.
+
+    Numba marks int64 `+ - *` as unable to overflow (LLVM's `nsw` flag), which makes an
+    overflow undefined behaviour: LLVM may then fold a later comparison as if it had not
+    happened (the sum of [int64_min, -2] came out right, but `sum > 0` False). Unsigned
+    arithmetic wraps by definition, so int64 goes through uint64 and back (both casts are
+    free). Narrower ints compute in int64, where they cannot overflow, and are cast back."""
+    if np.dtype(dtype) == np.int64:
+        return f"np.int64(np.uint64({x}) {op} np.uint64({y}))"
+    return f"({x} {op} {y})"
+
+
+def _wrapping(op: str) -> Rule:
+    return lambda a, eqn: wrapping(op, a[0], a[1], eqn.outvars[0].aval.dtype)
+
+
 def _call(fn: str) -> Rule:
     return lambda a, eqn: f"{fn}({', '.join(a)})"
 
 
-for _p, _op in {P.sub_p: "-", P.div_p: "/", P.remainder_p: "%",
+SCALAR_RULES[P.sub_p] = _wrapping("-")
+for _p, _op in {P.div_p: "/", P.remainder_p: "%",
                 P.and_p: "&", P.or_p: "|", P.xor_p: "^", P.eq_p: "==", P.ne_p: "!=",
                 P.lt_p: "<", P.le_p: "<=", P.gt_p: ">", P.ge_p: ">="}.items():
     SCALAR_RULES[_p] = _binop(_op)
@@ -114,8 +132,8 @@ def _min(a, eqn):
             f"else -(-{x} - {y}) if {x} == 0 else {x})")
 
 
-SCALAR_RULES[P.add_p] = _logical_or_else("|", _binop("+"))
-SCALAR_RULES[P.mul_p] = _logical_or_else("&", _binop("*"))
+SCALAR_RULES[P.add_p] = _logical_or_else("|", _wrapping("+"))
+SCALAR_RULES[P.mul_p] = _logical_or_else("&", _wrapping("*"))
 SCALAR_RULES[P.max_p] = _logical_or_else("|", _max)
 SCALAR_RULES[P.min_p] = _logical_or_else("&", _min)
 
