@@ -312,6 +312,7 @@ bitwise_not = invert
 def _as_bool(x):
     x = _operand(x)
     if isinstance(x, _SCALARS):
+        dtypes.python_scalar_dtype(x)  # an int beyond int64 is an OverflowError, as in JAX
         return bool(x)
     return x if _aval(x).dtype == dtypes.bool_ else not_equal(x, _zero_like(x))
 

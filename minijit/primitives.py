@@ -223,8 +223,8 @@ reduce_min_p = _reduction("reduce_min", ANY)
 
 def _argminmax_rule(x: ShapedArray, *, axes, index_dtype, name: str):
     (axis,) = _check_axes(name, x, axes)
-    if x.shape[axis] == 0:
-        _fail(name, f"attempt to get {name} of an empty sequence")
+    if x.shape[axis] == 0:  # NumPy's and JAX's class and words
+        raise ValueError(f"{name}: attempt to get {name} of an empty sequence")
     shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
     return [ShapedArray(shape, index_dtype)]
 

@@ -245,3 +245,36 @@ def test_int64_overflow_wraps_and_later_code_sees_the_wrapped_value(backend, nam
     got = mj.jit(lambda x: (op(x), op(x) > 0), backend=backend)(x)
     for g, w in zip(got, want):
         assert_bits_equal(g, w, name)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int64_min_as_a_literal_stays_int64(backend):
+    # Written as -9223372036854775808 in generated code, Numba read -(2**63) as a uint64.
+    f = mj.jit(lambda a: a + -9223372036854775808, backend=backend)
+    with np.errstate(over="ignore"):
+        want = np.array([-1, 8]) + np.int64(-(2**63))
+    assert_bits_equal(f(np.array([-1, 8])), want)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_sign_of_unsigned_ints_with_the_top_bit_set_is_one(dtype):
+    x = np.array([np.iinfo(dtype).max, np.iinfo(dtype).max // 2 + 1, 1, 0], dtype)
+    assert_all_give(mnp.sign, (x,), np.sign(x))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_argmax_of_an_empty_axis_is_a_value_error(backend, name):
+    """NumPy and JAX: ValueError "attempt to get argmax of an empty sequence"."""
+    f = getattr(mnp, name)
+    with pytest.raises(ValueError, match="empty sequence"):
+        mj.jit(f, backend=backend)(np.zeros((0,)))
+    with pytest.raises(ValueError, match="empty sequence"):
+        f(np.zeros((2, 0)), axis=1)
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_ops_reject_ints_beyond_int64(name):
+    """JAX: OverflowError for `jnp.logical_or(np.array([1, 2]), 2**64 - 1)`."""
+    with pytest.raises(OverflowError, match="int64"):
+        getattr(mnp, name)(np.array([1, 2]), 2**64 - 1)

@@ -45,6 +45,10 @@ def literal(value, dtype) -> str:
         text = "np.nan" if math.isnan(value) else ("np.inf" if value > 0 else "-np.inf")
     else:
         text = repr(value)
+    if dtype == np.int64 and value == np.iinfo(np.int64).min:
+        # Python reads -9223372036854775808 as -(2**63), and 2**63 does not fit in int64:
+        # Numba would type it uint64. This spelling stays in int64 throughout.
+        return f"({value + 1} - 1)"
     if dtype in NATIVE:
         return text if not text.startswith("-") else f"({text})"
     return f"np.{dtype_name(dtype)}({text})"
@@ -207,6 +211,8 @@ SCALAR_RULES[P.neg_p] = lambda a, eqn: f"(-{a[0]})"
 def _sign(a, eqn):
     # Numba's np.sign(-0.0) is -0.0, NumPy's is 0.0; adding 0.0 turns only -0.0 into 0.0.
     dtype = eqn.invars[0].aval.dtype
+    if dtype.kind == "u":  # Numba's np.sign treats the top bit as a sign: 255 -> 255
+        return f"(1 if {a[0]} > 0 else 0)"
     return f"(np.sign({a[0]}) + {literal(0, dtype)})" if dtype.kind == "f" else f"np.sign({a[0]})"
 
 
