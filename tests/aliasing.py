@@ -205,7 +205,7 @@ LAYOUTS: dict[str, str] = {
     "strided": "np.stack([{0}, {0}], axis=-1)[..., 0]",
     "reversed": "np.flip(np.flip({0}).copy())",
     "readonly": "np.lib.stride_tricks.as_strided({0}.copy(), writeable=False)",
-    # minijit rejects non-native byte order with a TypeError (JAX converts): not in ALL_LAYOUTS
+    # minijit rejects non-native byte order with a TypeError, as JAX does: not in ALL_LAYOUTS
     "bigendian": "{0}.astype({0}.dtype.newbyteorder('>'))",
 }
 ALL_LAYOUTS = tuple(name for name in LAYOUTS if name != "bigendian")
