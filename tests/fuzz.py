@@ -80,6 +80,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))  # `python tests/fuzz.py` imports the harness
 from aliasing import LAYOUTS, check_aliasing, in_layout  # noqa: E402
+from random_programs import broadcastable  # noqa: E402
 
 import minijit as mj  # noqa: E402
 import minijit.numpy as mnp  # noqa: E402
@@ -487,7 +488,7 @@ def _binary(d: _Draw) -> None:
         y_src, y = _literal_for(d, x, op), None
     else:
         y = d.pick(lambda v: (v.exact or rhs_ok) and (
-            rng.random() < 0.05 or _broadcastable(v.shape, x.shape)))
+            rng.random() < 0.05 or broadcastable(v.shape, x.shape)))
         if y is None:
             return
         y_src = y.name
@@ -518,14 +519,6 @@ def _binary(d: _Draw) -> None:
     outcome = d.run([f"{(name := d.fresh())} = {rhs}"], [name], exact, "binary")
     if isinstance(outcome, str):
         _expect_error(d, [f"{name} = {rhs}"])
-
-
-def _broadcastable(a, b) -> bool:
-    try:
-        np.broadcast_shapes(a, b)
-        return True
-    except ValueError:
-        return False
 
 
 def _views(shape: tuple[int, ...]) -> list[str]:

@@ -111,7 +111,8 @@ def _is_float(x) -> bool:
     return _dtype(x).kind == "f"
 
 
-def _broadcastable(a, b) -> bool:
+def broadcastable(a, b) -> bool:
+    """Do shapes `a` and `b` broadcast together (NumPy's rules)?"""
     try:
         np.broadcast_shapes(a, b)
         return True
@@ -225,7 +226,7 @@ def _binary(draw, scope, new):
         taint = scope.taint[x]
     else:
         def fits(n):
-            return _broadcastable(_shape(scope.env[x]), _shape(scope.env[n])) and ok(n)
+            return broadcastable(_shape(scope.env[x]), _shape(scope.env[n])) and ok(n)
 
         y = _pick(draw, scope, fits)
         if y is None:
@@ -244,7 +245,7 @@ def _power(draw, scope, new):
     k = draw(st.sampled_from((0, 1, 2, 3, 4, -1, -2, "2.0", "3.0", "y")))
     taint = scope.taint[x]
     if k == "y":  # pow with an array exponent: never rewritten, so exact, but no ints
-        y = _pick(draw, scope, lambda n: _is_float(scope.env[n]) and _broadcastable(
+        y = _pick(draw, scope, lambda n: _is_float(scope.env[n]) and broadcastable(
             _shape(scope.env[x]), _shape(scope.env[n])))
         if y is None or not _is_float(scope.env[x]):
             return
@@ -391,7 +392,7 @@ def _coerce(scope: _Scope, name: str, shape, dtype: np.dtype) -> tuple[str, int]
     if dtype.kind != "f" and scope.taint[name] and _is_float(value):
         return None
     cast = f"mnp.astype({name}, mnp.{dtype.name})"
-    if not _broadcastable(_shape(value), shape) or len(_shape(value)) > len(shape):
+    if not broadcastable(_shape(value), shape) or len(_shape(value)) > len(shape):
         cast = f"mnp.astype(mnp.sum({name}), mnp.{dtype.name})"
         if scope.taint[name] and _is_float(value):
             return None  # a sum may cancel: not for inexact values
