@@ -221,6 +221,28 @@ def test_unknown_primitive_names_itself():
         del abstract_eval_rules[odd_p], impl_rules[odd_p]
 
 
+@pytest.mark.parametrize("where", ["alone", "fused", "loop body"])
+def test_elementwise_primitive_without_a_scalar_rule_names_itself(where):
+    """Not a bare KeyError from deep inside the code generator: the primitive, its
+    equation, and both ways out (a scalar rule, or the interpreter)."""
+    from minijit.core import ELEMENTWISE, Primitive, abstract_eval_rules, impl_rules
+
+    soft_p = Primitive("softplus_without_rule")
+    abstract_eval_rules[soft_p] = lambda x: [x]
+    impl_rules[soft_p] = lambda x: [np.logaddexp(0, x)]
+    ELEMENTWISE.add(soft_p)
+    bodies = {"alone": lambda x: mj.bind(soft_p, x),
+              "fused": lambda x: mj.bind(soft_p, x * 2.0) + 1.0,
+              "loop body": lambda x: lax.fori_loop(0, 3, lambda i, v: mj.bind(soft_p, v), x)}
+    try:
+        with pytest.raises(CodegenError, match="no scalar rule .* `softplus_without_rule`") as e:
+            mj.jit(bodies[where], backend="numba")(np.ones(2))
+        assert "SCALAR_RULES" in str(e.value) and "backend='interpreter'" in str(e.value)
+    finally:
+        del abstract_eval_rules[soft_p], impl_rules[soft_p]
+        ELEMENTWISE.discard(soft_p)
+
+
 def test_disable_jit_still_means_eager():
     seen = []
     f = mj.jit(lambda x: seen.append(float(x.sum())) or x, backend="numba")

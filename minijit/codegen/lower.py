@@ -20,9 +20,9 @@ from minijit import primitives as P
 from minijit.codegen.array_rules import ARRAY_RULES as _STRUCTURAL
 from minijit.codegen.control_rules import CONTROL_RULES, interchangeable  # noqa: F401
 from minijit.codegen.kernels import _REDUCE_INIT, emit_kernel
-from minijit.codegen.scalar_rules import cast, literal, scalar_expr
+from minijit.codegen.scalar_rules import SCALAR_RULES, cast, literal, scalar_expr
 from minijit.core import ELEMENTWISE
-from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, _Names, pp_eqn
+from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, _Names, pp_eqn, subjaxprs
 from minijit.passes.fuse_elementwise import fused_p
 from minijit.passes.plan_buffers import outputs_to_copy, owns_its_memory, plan_buffers
 
@@ -88,6 +88,7 @@ class Lowering:
         self.fun_name = fun_name
         jaxpr = closed.jaxpr
         params = [self.name(v) for v in (*jaxpr.constvars, *jaxpr.invars)]
+        self.check_scalar_rules(jaxpr)
         preallocated = _preallocatable_outputs(jaxpr)
         for k, v in enumerate(preallocated):
             self.prealloc[self.name(v)] = f"out{k}"
@@ -135,6 +136,19 @@ class Lowering:
                     self.prealloc[prev_name] = self.prealloc.pop(name)
                     self.reuse[name] = prev_name
             owner[b] = v
+
+    def check_scalar_rules(self, jaxpr: Jaxpr) -> None:
+        """Every elementwise equation, in kernels and loop bodies too, needs a scalar rule:
+        say which one is missing before writing any code, rather than fail half-way."""
+        for eqn in jaxpr.eqns:
+            if eqn.primitive in ELEMENTWISE and eqn.primitive not in SCALAR_RULES:
+                raise CodegenError(
+                    f"the Numba backend has no scalar rule for the elementwise primitive "
+                    f"`{eqn.primitive.name}` (in `{self.describe(eqn)}`): add one to "
+                    "minijit.codegen.scalar_rules.SCALAR_RULES (chapter 08), or run this "
+                    f"function with jit({self.fun_name}, backend='interpreter')")
+            for sub in subjaxprs(eqn):
+                self.check_scalar_rules(sub)
 
     def describe(self, eqn: Eqn) -> str:
         return _describe(eqn, self.names)
