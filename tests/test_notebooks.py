@@ -1,8 +1,9 @@
 """Every chapter and solution notebook is committed clean and runs top to bottom.
 
 Collected from the notebooks present at collection time. Timings are printed (see them with
-`-s`, or `-rP` for passed tests) and a chapter slower than 60 s gets a warning; only a
-generous ceiling of 120 s fails, so a busy machine does not make the suite flaky.
+`-s`, or `-rP` for passed tests) and a chapter slower than 60 s gets a warning. No test fails
+on time alone, so a busy machine cannot make the suite flaky; pytest-timeout's generous limit
+below only stops a notebook that hangs.
 
 The runner itself is tested on small synthetic notebooks at the end of this file, so a
 runner that silently accepted everything would fail here.
@@ -21,8 +22,8 @@ from notebook_runner import RAISES_TAG, check_clean, find_notebooks, run_noteboo
 pytestmark = pytest.mark.notebook
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET_S = 60  # what a chapter should take
-CEILING_S = 120  # what fails the test
+TARGET_S = 60  # what a chapter should take (a warning past it)
+HANG_S = 240  # a notebook still running then is stuck, not slow
 
 NOTEBOOKS = find_notebooks(REPO)
 PARAMS = [pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in NOTEBOOKS] or [
@@ -38,7 +39,7 @@ def test_committed_clean_and_valid(path):
         "\nClear outputs before committing (e.g. `jupyter nbconvert --clear-output --inplace`).")
 
 
-@pytest.mark.timeout(CEILING_S + 120)
+@pytest.mark.timeout(HANG_S)
 @pytest.mark.parametrize("path", PARAMS)
 def test_runs_top_to_bottom(path, record_property):
     before = path.read_bytes()
@@ -49,7 +50,6 @@ def test_runs_top_to_bottom(path, record_property):
           + f"; slowest {run.slowest()}")
     assert path.read_bytes() == before, "running the notebook changed the committed file"
     assert run.ok, run.report()
-    assert run.seconds < CEILING_S, f"{path.name} took {run.seconds:.0f} s"
     if run.seconds > TARGET_S:
         warnings.warn(f"{path.name} took {run.seconds:.0f} s; a chapter should run in under "
                       f"{TARGET_S} s (slowest {run.slowest()})", stacklevel=1)
