@@ -6,7 +6,10 @@ the IR equation it came from, and variables keep the names the printer gives the
 source reads side by side with `make_jaxpr`'s output.
 
 Values inside the function: rank-0 values are Numba scalars; arrays are C-contiguous NumPy
-arrays that are never modified after they are written (rules that update copy first).
+arrays. The generated code writes only memory that `plan_buffers` says this function owns:
+arrays it allocated, the caller's preallocated outputs and donated arguments, and among those
+only ones no live value (a view, a returned value) can still see; a rule that updates an array
+copies it first, and a loop's next carries never share memory (`assign_outputs`).
 Control flow becomes native `if` / `while` / `for`; `debug_callback` calls back into Python
 through `numba.objmode`.
 """
