@@ -245,8 +245,7 @@ def _wrap_int(value: int, dtype: np.dtype) -> int:
     """`value` wrapped around into the range of the integer `dtype` (two's complement).
 
     Like a Python int passed to jit (and as in JAX), it must fit int64 in the first place."""
-    if not -(2**63) <= value < 2**63:
-        raise OverflowError(f"Python int {value} too large to convert to int64")
+    dtypes.python_scalar_dtype(value)  # the OverflowError if it does not
     bits = 8 * dtype.itemsize
     value %= 2**bits
     return value - 2**bits if dtype.kind == "i" and value >= 2 ** (bits - 1) else value
