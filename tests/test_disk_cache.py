@@ -256,13 +256,13 @@ def test_the_disk_cache_is_not_tried_again_after_the_folder_failed(tmp_path, cac
 def test_a_genuine_compile_error_is_still_a_codegen_error(tmp_path, cache_at, monkeypatch):
     """Numba rejects the generated code: retried in memory, it fails again, so it is the
     code's fault, not the cache's. No warning, and nothing is left in the cache."""
-    from minijit.codegen import lower
+    from minijit.codegen.rules import Statements, numba_rules
 
     def broken(lo, eqn, args, outs):
         lo.line(f"{outs[0]} = undefined_name({args[0]})")
 
     cache = cache_at(tmp_path / "cache")
-    monkeypatch.setitem(lower.ARRAY_RULES, P.rev_p, broken)
+    monkeypatch.setitem(numba_rules, P.rev_p, Statements(broken))
     f = mj.jit(lambda x: x[::-1] * 2.75, backend="numba")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

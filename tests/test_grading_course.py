@@ -101,11 +101,11 @@ def _global_state_restored():
     import importlib
 
     from minijit import config, core
-    from minijit.codegen import scalar_rules
+    from minijit.codegen import rules
 
     # the package attribute `minijit.passes.simplify` is the pass; the table is in its module
     simplify_module = importlib.import_module("minijit.passes.simplify")
-    tables = [core.abstract_eval_rules, core.impl_rules, scalar_rules.SCALAR_RULES]
+    tables = [core.abstract_eval_rules, core.impl_rules, rules.numba_rules]
     groups = [core.UNARY, core.BINARY, core.ELEMENTWISE, core.COMMUTATIVE, core.COMPARISONS,
               core.REDUCTIONS]
     saved = ([dict(t) for t in tables], [set(g) for g in groups], dict(config._values),

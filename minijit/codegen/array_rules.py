@@ -1,8 +1,10 @@
 """Code generation for structural primitives: reshapes, slices, padding, dot (chapter 08).
 
-Each rule `rule(lo, eqn, args, outs)` writes statements through the `Lowering` `lo`: `args`
-are the operands' expressions, `outs` the names its results get. Every rule leaves a fresh,
-C-contiguous array (or a view that nothing modifies), so later rules can rely on the layout.
+The `Statements` entries of the rule table (`codegen/rules.py`) for primitives that are not
+elementwise. Each `rule(lo, eqn, args, outs)` writes statements through the `Lowering` `lo`:
+`args` are the operands' expressions, `outs` the names its results get. Every rule leaves a
+fresh, C-contiguous array (or a view that nothing modifies), so later rules can rely on the
+layout.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
+from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, dtype_name, literal, wrapping
 
 
@@ -185,10 +188,11 @@ def _dot_general(lo, eqn, args, outs):
     lo.line(f"{outs[0]} = {r}.reshape({_shape(o)})" if _shape(o) else f"{outs[0]} = {r}[0, 0]")
 
 
-ARRAY_RULES = {
+for _p, _rule in {
     P.reshape_p: _reshape, P.transpose_p: _transpose, P.slice_p: _slice, P.rev_p: _rev,
     P.squeeze_p: _squeeze, P.concatenate_p: _concatenate, P.pad_p: _pad,
     P.dynamic_slice_p: _dynamic_slice, P.dynamic_update_slice_p: _dynamic_update_slice,
     P.iota_p: _iota, P.argmax_p: _argminmax, P.argmin_p: _argminmax,
     P.dot_general_p: _dot_general,
-}
+}.items():
+    numba_rules[_p] = Statements(_rule)

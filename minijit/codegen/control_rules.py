@@ -12,6 +12,8 @@ import numpy as np
 
 from minijit import primitives as P
 from minijit.codegen.array_rules import _empty, _shape
+from minijit.codegen.kernels import emit_elements
+from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
 from minijit.control_flow import cond_p, fori_loop_p, scan_p, while_p
 from minijit.core import ELEMENTWISE
@@ -102,8 +104,6 @@ def _broadcasts(small, shape) -> bool:
 
 
 def _fori_interchanged(lo, eqn, args, outs):
-    from minijit.codegen.kernels import emit_elements
-
     p = eqn.params
     lower, upper, *rest = args
     nc = p["body_nconsts"]
@@ -210,5 +210,6 @@ def _debug_callback(lo, eqn, args, outs):
     lo.line(f"    {name}({', '.join(args)})")
 
 
-CONTROL_RULES = {cond_p: _cond, while_p: _while, fori_loop_p: _fori_loop, scan_p: _scan,
-                 debug_callback_p: _debug_callback}
+for _p, _rule in {cond_p: _cond, while_p: _while, fori_loop_p: _fori_loop, scan_p: _scan,
+                  debug_callback_p: _debug_callback}.items():
+    numba_rules[_p] = Statements(_rule)

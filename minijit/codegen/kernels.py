@@ -12,26 +12,54 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
+from minijit.codegen.rules import Indexed, Reduction, Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, dtype_name, literal, scalar_expr, wrapping
 from minijit.ir import Jaxpr, Lit, Var
-
-_REDUCE_INIT = {
-    P.reduce_sum_p: lambda dt: literal(0, dt),
-    P.reduce_prod_p: lambda dt: literal(1, dt),
-    P.reduce_max_p: lambda dt: literal(-np.inf if dt.kind == "f" else (
-        False if dt.kind == "b" else np.iinfo(dt).min), dt),
-    P.reduce_min_p: lambda dt: literal(np.inf if dt.kind == "f" else (
-        True if dt.kind == "b" else np.iinfo(dt).max), dt),
-}
+from minijit.passes.fuse_elementwise import fused_p
 
 
-def _combine(prim, acc: str, v: str, dt) -> list[str]:
-    """Statements folding element `v` into accumulator `acc` (NaN-propagating max/min)."""
-    if prim in (P.reduce_sum_p, P.reduce_prod_p):
-        op = "+" if prim is P.reduce_sum_p else "*"
+def _fold(op: str):
+    def combine(acc: str, v: str, dt) -> list[str]:
         return [f"{acc} = {cast(wrapping(op, acc, v, dt), dt)}"]
-    op = ">" if prim is P.reduce_max_p else "<"
-    return [f"if {v} {op} {acc} or {v} != {v}:", f"    {acc} = {v}"]
+
+    return combine
+
+
+def _pick(op: str):
+    def combine(acc: str, v: str, dt) -> list[str]:  # NaN propagates: it is never replaced
+        return [f"if {v} {op} {acc} or {v} != {v}:", f"    {acc} = {v}"]
+
+    return combine
+
+
+def _lowest(dt) -> str:
+    return literal(-np.inf if dt.kind == "f" else False if dt.kind == "b" else np.iinfo(dt).min,
+                   dt)
+
+
+def _highest(dt) -> str:
+    return literal(np.inf if dt.kind == "f" else True if dt.kind == "b" else np.iinfo(dt).max,
+                   dt)
+
+
+numba_rules[P.reduce_sum_p] = Reduction(lambda dt: literal(0, dt), _fold("+"))
+numba_rules[P.reduce_prod_p] = Reduction(lambda dt: literal(1, dt), _fold("*"))
+numba_rules[P.reduce_max_p] = Reduction(_lowest, _pick(">"))
+numba_rules[P.reduce_min_p] = Reduction(_highest, _pick("<"))
+
+
+def _broadcast_read(array: str, eqn, idx: list[str]) -> str:
+    """One element of `broadcast_in_dim`'s result: its operand read by index arithmetic."""
+    src, v = eqn.invars[0], eqn.outvars[0]
+    if src.aval.shape == ():
+        return array
+    offset = len(idx) - len(v.aval.shape)  # loops may be wider than this value
+    sub = [("0" if src.aval.shape[k] == 1 else idx[offset + d])
+           for k, d in enumerate(eqn.params["broadcast_dimensions"])]
+    return f"{array}[{', '.join(sub)}]"
+
+
+numba_rules[P.broadcast_in_dim_p] = Indexed(_broadcast_read)
 
 
 def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], name) -> None:
@@ -41,7 +69,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     `out_names` the outer names its outputs get. `name(var)` names a kernel variable.
     """
     last = kernel.eqns[-1]
-    reduction = last.primitive in _REDUCE_INIT
+    reduction = isinstance(numba_rules.get(last.primitive), Reduction)
     members = kernel.eqns[:-1] if reduction else kernel.eqns
     shape = (last.invars[0].aval.shape if reduction else last.outvars[0].aval.shape)
     idx = [f"i{k}" for k in range(len(shape))]
@@ -64,7 +92,8 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         dt = last.outvars[0].aval.dtype
         kept = [i for k, i in enumerate(idx) if k not in axes]
         acc_name = outputs.get(id(last.outvars[0])) or name(last.outvars[0])
-        init = _REDUCE_INIT[last.primitive](dt)
+        rule = numba_rules[last.primitive]
+        init = rule.init(dt)
         n_kept = len(shape) - len(axes)
         in_register = bool(kept) and axes == set(range(n_kept, len(shape)))
         if in_register:
@@ -111,8 +140,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
 
     if reduction:
-        for stmt in _combine(last.primitive, acc, atom(last.invars[0]),
-                             last.outvars[0].aval.dtype):
+        for stmt in rule.combine(acc, atom(last.invars[0]), last.outvars[0].aval.dtype):
             out.line(stmt)
     for v, outer in zip(kernel.outvars, out_names):
         if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
@@ -136,7 +164,7 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name) -> None:
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
 
     for eqn in eqns:
-        if eqn.primitive.name == "fused":  # an elementwise kernel inside a loop body
+        if eqn.primitive is fused_p:  # an elementwise kernel inside a loop body
             kernel = eqn.params["jaxpr"]
             for v, a in zip(kernel.invars, eqn.invars):
                 env[id(v)] = atom(a)
@@ -146,17 +174,17 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name) -> None:
             continue
         v = eqn.outvars[0]
         out.current_eqn = out.describe(eqn)  # a compile error then names this equation
-        if eqn.primitive is P.broadcast_in_dim_p:
-            src = eqn.invars[0]
-            if src.aval.shape == ():
-                expr = atom(src)
-            else:
-                dims = eqn.params["broadcast_dimensions"]
-                offset = len(idx) - len(v.aval.shape)  # loops may be wider than this value
-                sub = [("0" if src.aval.shape[k] == 1 else idx[offset + d])
-                       for k, d in enumerate(dims)]
-                expr = f"{atom(src)}[{', '.join(sub)}]"
+        rule = numba_rules[eqn.primitive]
+        if isinstance(rule, Indexed):
+            expr = rule.rule(atom(eqn.invars[0]), eqn, idx)
         else:
             expr = scalar_expr(eqn, [atom(a) for a in eqn.invars])
         out.line(f"{name(v)} = {expr}")
         env[id(v)] = name(v)
+
+
+def _fused(lo, eqn, args, outs) -> None:
+    emit_kernel(lo, eqn.params["jaxpr"], args, outs, lo.name)
+
+
+numba_rules[fused_p] = Statements(_fused)  # one loop nest for the whole kernel

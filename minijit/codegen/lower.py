@@ -19,11 +19,17 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
-from minijit import primitives as P
-from minijit.codegen.array_rules import ARRAY_RULES as _STRUCTURAL
-from minijit.codegen.control_rules import CONTROL_RULES, interchangeable  # noqa: F401
-from minijit.codegen.kernels import _REDUCE_INIT, emit_kernel
-from minijit.codegen.scalar_rules import SCALAR_RULES, cast, literal, scalar_expr
+from minijit.codegen import array_rules, control_rules  # noqa: F401 - they fill numba_rules
+from minijit.codegen.control_rules import interchangeable  # noqa: F401
+from minijit.codegen.kernels import emit_kernel
+from minijit.codegen.rules import (
+    Expression,
+    Indexed,
+    Statements,
+    is_kernel_member,
+    numba_rules,
+)
+from minijit.codegen.scalar_rules import cast, literal, scalar_expr
 from minijit.core import ELEMENTWISE
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, _Names, pp_eqn, subjaxprs
 from minijit.passes.fuse_elementwise import fused_p
@@ -91,7 +97,7 @@ class Lowering:
         self.fun_name = fun_name
         jaxpr = closed.jaxpr
         params = [self.name(v) for v in (*jaxpr.constvars, *jaxpr.invars)]
-        self.check_scalar_rules(jaxpr)
+        self.check_rules(jaxpr)
         preallocated = _preallocatable_outputs(jaxpr)
         for k, v in enumerate(preallocated):
             self.prealloc[self.name(v)] = f"out{k}"
@@ -140,18 +146,19 @@ class Lowering:
                     self.reuse[name] = prev_name
             owner[b] = v
 
-    def check_scalar_rules(self, jaxpr: Jaxpr) -> None:
-        """Every elementwise equation, in kernels and loop bodies too, needs a scalar rule:
+    def check_rules(self, jaxpr: Jaxpr) -> None:
+        """Every equation, in kernels and loop bodies too, needs an entry in `numba_rules`:
         say which one is missing before writing any code, rather than fail half-way."""
         for eqn in jaxpr.eqns:
-            if eqn.primitive in ELEMENTWISE and eqn.primitive not in SCALAR_RULES:
+            if eqn.primitive not in numba_rules:
+                kind = "an Expression" if eqn.primitive in ELEMENTWISE else "a"
                 raise CodegenError(
-                    f"the Numba backend has no scalar rule for the elementwise primitive "
-                    f"`{eqn.primitive.name}` (in `{self.describe(eqn)}`): add one to "
-                    "minijit.codegen.scalar_rules.SCALAR_RULES (chapter 08), or run this "
-                    f"function with jit({self.fun_name}, backend='interpreter')")
+                    f"the Numba backend has no rule for primitive `{eqn.primitive.name}` "
+                    f"(in `{self.describe(eqn)}`): add {kind} rule to "
+                    "minijit.codegen.rules.numba_rules (chapter 08), or run this function "
+                    f"with jit({self.fun_name}, backend='interpreter')")
             for sub in subjaxprs(eqn):
-                self.check_scalar_rules(sub)
+                self.check_rules(sub)
 
     def describe(self, eqn: Eqn) -> str:
         return _describe(eqn, self.names)
@@ -186,26 +193,22 @@ class Lowering:
         p = eqn.primitive
         outs = [self.name(v) for v in eqn.outvars]
         args = [self.atom(a) for a in eqn.invars]
-        if (p in ELEMENTWISE or p is P.broadcast_in_dim_p) and not eqn.outvars[0].aval.shape:
+        rule = numba_rules[p]  # read now, so a rule added at run time is used (check_rules)
+        scalar = not eqn.outvars or not eqn.outvars[0].aval.shape
+        if isinstance(rule, Statements):
+            rule.rule(self, eqn, args, outs)
+        elif scalar and isinstance(rule, Expression):
             self.line(f"{outs[0]} = {scalar_expr(eqn, args)}")
-        elif p is fused_p:
-            emit_kernel(self, eqn.params["jaxpr"], args, outs, self.name)
-        elif _is_kernel(p):
+        elif scalar and isinstance(rule, Indexed):
+            self.line(f"{outs[0]} = {rule.rule(args[0], eqn, [])}")
+        else:  # a loop kernel of one equation: elementwise, broadcast or reduction
             kernel, inputs = _one_equation_kernel(eqn)
             emit_kernel(self, kernel, [self.atom(a) for a in inputs], outs, self.name)
-        elif p in ARRAY_RULES:
-            ARRAY_RULES[p](self, eqn, args, outs)
-        else:
-            raise CodegenError(
-                f"the Numba backend has no rule for primitive `{p.name}` "
-                f"(in `{self.current_eqn}`); run this function with "
-                f"jit({self.fun_name}, backend='interpreter') instead"
-            )
 
 
 def _is_kernel(p) -> bool:
     """Is `p` lowered to a loop nest (`emit_kernel`), which writes a new or reused array?"""
-    return p in ELEMENTWISE or p is P.broadcast_in_dim_p or p is fused_p or p in _REDUCE_INIT
+    return p is fused_p or is_kernel_member(p)
 
 
 def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
@@ -234,9 +237,6 @@ def _one_equation_kernel(eqn: Eqn) -> tuple[Jaxpr, list[Var]]:
                 eqn.params, eqn.source)
     return Jaxpr((), tuple(fresh[id(a)] for a in inputs), (inner,), outvars), inputs
 
-
-# How each non-elementwise primitive is written: structural rules and control flow.
-ARRAY_RULES = {**_STRUCTURAL, **CONTROL_RULES}
 
 
 def lower_jaxpr(closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = ()) -> Source:

@@ -1,8 +1,9 @@
 """How each elementwise primitive is written as a Numba scalar expression (chapter 08).
 
-`SCALAR_RULES[p](args, eqn) -> str` gets the operands as Python expressions (already
-per-element scalars) and returns the expression for one element of the result. Loop nests
-(`kernels.py`) wrap these expressions; a rank-0 equation uses them directly.
+The `Expression` entries of the rule table (`codegen/rules.py`): `numba_rules[p] =
+Expression(rule)`, where `rule(args, eqn) -> str` gets the operands as Python expressions
+(already per-element scalars) and returns the expression for one element of the result. Loop
+nests (`kernels.py`) wrap these expressions; a rank-0 equation uses them directly.
 
 Numba computes small ints in int64 and mixes literal types like NumPy's scalars do, so every
 result whose dtype is not int64, float64 or bool is wrapped in its dtype's constructor
@@ -17,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from minijit import primitives as P
-from minijit.core import Primitive
+from minijit.codegen.rules import Expression, numba_rules
 from minijit.ir import Eqn
 
 NATIVE = {np.dtype("int64"), np.dtype("float64"), np.dtype("bool")}
@@ -54,8 +55,7 @@ def literal(value, dtype) -> str:
     return f"np.{dtype_name(dtype)}({text})"
 
 
-Rule = Callable[[list[str], Eqn], str]
-SCALAR_RULES: dict[Primitive, Rule] = {}
+Rule = Callable[[list[str], Eqn], str]  # an Expression entry's rule (codegen/rules.py)
 
 
 def _binop(op: str) -> Rule:
@@ -83,17 +83,17 @@ def _call(fn: str) -> Rule:
     return lambda a, eqn: f"{fn}({', '.join(a)})"
 
 
-SCALAR_RULES[P.sub_p] = _wrapping("-")
+numba_rules[P.sub_p] = Expression(_wrapping("-"))
 for _p, _op in {P.div_p: "/", P.remainder_p: "%",
                 P.and_p: "&", P.or_p: "|", P.xor_p: "^", P.eq_p: "==", P.ne_p: "!=",
                 P.lt_p: "<", P.le_p: "<=", P.gt_p: ">", P.ge_p: ">="}.items():
-    SCALAR_RULES[_p] = _binop(_op)
+    numba_rules[_p] = Expression(_binop(_op))
 
 for _p, _fn in {P.exp_p: "np.exp", P.log_p: "np.log", P.log1p_p: "np.log1p",
                 P.expm1_p: "np.expm1", P.sin_p: "np.sin", P.cos_p: "np.cos", P.tan_p: "np.tan",
                 P.tanh_p: "np.tanh", P.sqrt_p: "np.sqrt", P.floor_p: "np.floor",
                 P.ceil_p: "np.ceil", P.abs_p: "abs"}.items():
-    SCALAR_RULES[_p] = _call(_fn)
+    numba_rules[_p] = Expression(_call(_fn))
 
 
 def _kind(eqn: Eqn) -> str:
@@ -136,10 +136,10 @@ def _min(a, eqn):
             f"else -(-{x} - {y}) if {x} == 0 else {x})")
 
 
-SCALAR_RULES[P.add_p] = _logical_or_else("|", _wrapping("+"))
-SCALAR_RULES[P.mul_p] = _logical_or_else("&", _wrapping("*"))
-SCALAR_RULES[P.max_p] = _logical_or_else("|", _max)
-SCALAR_RULES[P.min_p] = _logical_or_else("&", _min)
+numba_rules[P.add_p] = Expression(_logical_or_else("|", _wrapping("+")))
+numba_rules[P.mul_p] = Expression(_logical_or_else("&", _wrapping("*")))
+numba_rules[P.max_p] = Expression(_logical_or_else("|", _max))
+numba_rules[P.min_p] = Expression(_logical_or_else("&", _min))
 
 
 # --------------------------------------------------------------------------- integer corners
@@ -154,7 +154,7 @@ def _floor_divide(a, eqn):
     return f"(-{x} if {y} == -1 else {x} // {y})"
 
 
-SCALAR_RULES[P.floor_divide_p] = _floor_divide
+numba_rules[P.floor_divide_p] = Expression(_floor_divide)
 
 # Numba's integer `**` switches to float `math.pow` for exponents above 2**16, which turns
 # 2 ** 2**62 into int64_min where NumPy's repeated squaring wraps around to 0. Exponents up
@@ -203,9 +203,9 @@ def _pow(a, eqn):
             f"else {big})")
 
 
-SCALAR_RULES[P.pow_p] = _pow
+numba_rules[P.pow_p] = Expression(_pow)
 
-SCALAR_RULES[P.neg_p] = lambda a, eqn: f"(-{a[0]})"
+numba_rules[P.neg_p] = Expression(lambda a, eqn: f"(-{a[0]})")
 
 
 def _sign(a, eqn):
@@ -216,7 +216,7 @@ def _sign(a, eqn):
     return f"(np.sign({a[0]}) + {literal(0, dtype)})" if dtype.kind == "f" else f"np.sign({a[0]})"
 
 
-SCALAR_RULES[P.sign_p] = _sign
+numba_rules[P.sign_p] = Expression(_sign)
 
 
 def _not(a, eqn):
@@ -259,15 +259,15 @@ def _select_n(a, eqn):
     return expr
 
 
-SCALAR_RULES[P.not_p] = _not
-SCALAR_RULES[P.integer_pow_p] = _integer_pow
-SCALAR_RULES[P.convert_element_type_p] = _convert
-SCALAR_RULES[P.select_n_p] = _select_n
+numba_rules[P.not_p] = Expression(_not)
+numba_rules[P.integer_pow_p] = Expression(_integer_pow)
+numba_rules[P.convert_element_type_p] = Expression(_convert)
+numba_rules[P.select_n_p] = Expression(_select_n)
 
 
 def scalar_expr(eqn: Eqn, args: list[str]) -> str:
     """The per-element expression for an elementwise equation, in its output dtype."""
-    expr = SCALAR_RULES[eqn.primitive](args, eqn)
+    expr = numba_rules[eqn.primitive].rule(args, eqn)
     if eqn.primitive is P.convert_element_type_p:
         return expr
     return cast(expr, eqn.outvars[0].aval.dtype)

@@ -1,8 +1,9 @@
 """Chapter 08 (code generation): the Numba rule of a new primitive.
 
-``ex08_softplus_rule`` (build): ``softplus_rule(args, eqn)``, the entry of a new elementwise
-primitive, softplus(x) = log(1 + e^x), in ``minijit.codegen.scalar_rules.SCALAR_RULES``: the
-Python expression for one element of the result, given the operand's expression. The naive
+``ex08_softplus_rule`` (build): ``softplus_rule(args, eqn)``, the rule of a new elementwise
+primitive, softplus(x) = log(1 + e^x), in an ``Expression`` entry of
+``minijit.codegen.rules.numba_rules``: the Python expression for one element of the result,
+given the operand's expression. The naive
 formula overflows (e^x is inf for x > 709 in float64, 88 in float32) and ``log(1 + tiny)``
 rounds tiny values away; the stable one is ``max(x, 0) + log1p(exp(-|x|))``.
 
@@ -16,7 +17,7 @@ hidden case stays within +-32, where only precision matters (partial credit for 
 is precise but overflows).
 
 The probe makes the primitive itself (a fresh ``Primitive`` with the notebook's shape rule
-and NumPy implementation), installs the learner's rule into ``SCALAR_RULES`` and the
+and NumPy implementation), installs the learner's rule into ``numba_rules`` and the
 primitive into ``UNARY`` and ``ELEMENTWISE``, and removes every entry in a ``finally``: only
 the learner's ``softplus_rule`` comes from the notebook (``disable_jit`` is forced off, so a
 notebook that left it on cannot bypass the rule), and minijit's tables are left as they
@@ -37,7 +38,7 @@ def probe_softplus_rule(ns, program, inputs):
     import minijit as mj
     import minijit.numpy as mnp
     from minijit import lax
-    from minijit.codegen.scalar_rules import SCALAR_RULES
+    from minijit.codegen.rules import Expression, numba_rules
     from minijit.core import ELEMENTWISE, UNARY, Primitive, abstract_eval_rules, impl_rules
 
     rule = get(ns, "softplus_rule")
@@ -52,7 +53,7 @@ def probe_softplus_rule(ns, program, inputs):
     softplus_p = Primitive("softplus")  # fresh: the learner's rule is its only Numba rule
     abstract_eval_rules[softplus_p] = shape_rule
     impl_rules[softplus_p] = lambda x: [np.logaddexp(x.dtype.type(0), x)]
-    SCALAR_RULES[softplus_p] = rule
+    numba_rules[softplus_p] = Expression(rule)
     UNARY.add(softplus_p)
     ELEMENTWISE.add(softplus_p)
     try:
@@ -64,7 +65,7 @@ def probe_softplus_rule(ns, program, inputs):
         outs = outs if isinstance(outs, tuple) else (outs,)
         return [np.asarray(o) for o in outs]
     finally:
-        for table in (abstract_eval_rules, impl_rules, SCALAR_RULES):
+        for table in (abstract_eval_rules, impl_rules, numba_rules):
             table.pop(softplus_p, None)
         UNARY.discard(softplus_p)
         ELEMENTWISE.discard(softplus_p)
