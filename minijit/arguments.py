@@ -139,8 +139,11 @@ class SplitArgs:
 _INT_MIN, _INT_MAX = int(np.iinfo(dtypes.int_).min), int(np.iinfo(dtypes.int_).max)
 
 
-def leaf_aval(x, name: str, fun_name: str) -> tuple:
-    """`(shape, dtype, weak_type)` of one dynamic leaf, or a TypeError naming the argument."""
+def leaf_aval(x, name: str, fun_name: str, tracers_ok: bool = False) -> tuple:
+    """`(shape, dtype, weak_type)` of one dynamic leaf, or a TypeError naming the argument.
+
+    A live tracer is a leaf only with `tracers_ok`: a jitted function called while another
+    is traced (jit.py) takes the caller's tracers; everything else takes concrete values."""
     if isinstance(x, np.ma.MaskedArray):  # an ndarray, but tracing it would drop its mask
         raise TypeError(
             f"argument `{name}` of `{fun_name}` is a masked array (np.ma.MaskedArray); minijit "
@@ -191,10 +194,13 @@ def leaf_aval(x, name: str, fun_name: str) -> tuple:
                 "function instead of storing it, and pass that; `with minijit.checking_leaks():` "
                 "shows where it leaked."
             )
+        if tracers_ok:
+            return (x.shape, x.dtype, x.weak_type)
         raise TypeError(
             f"argument `{name}` of `{fun_name}` is a tracer of the function being traced; "
             f"make_jaxpr, .trace/.lower and compiled functions take concrete arrays. Call the "
-            f"jitted function itself inside a traced function: it is inlined there"
+            f"jitted function itself inside a traced function: the call becomes one `jit` "
+            f"equation of the caller's program"
         )
     raise TypeError(
         f"argument `{name}` of `{fun_name}` is a {type(x).__name__}, not an array, so it "
@@ -203,7 +209,7 @@ def leaf_aval(x, name: str, fun_name: str) -> tuple:
     )
 
 
-def split_args(spec: ArgSpec, args: tuple, kwargs: dict) -> SplitArgs:
+def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = False) -> SplitArgs:
     dyn_args, dyn_kwargs, positions = [], {}, []
     static_key, static_names, statics = [], [], {}
     for i, a in enumerate(args):
@@ -239,7 +245,7 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict) -> SplitArgs:
         donated.append(False)
         leaves.append(leaf)
     for leaf, name in zip(leaves, names):
-        avals.append(leaf_aval(leaf, name, spec.fun_name))
+        avals.append(leaf_aval(leaf, name, spec.fun_name, tracers_ok))
     in_tree = PyTreeDef("tuple", None, (tree_args, tree_kwargs))
     return SplitArgs(leaves, names, avals, in_tree, tuple(static_key), static_names, donated,
                      positions, statics)

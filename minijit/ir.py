@@ -12,13 +12,14 @@ Invariants (checked by `typecheck_jaxpr`):
 - literals are scalars (rank 0); array constants are constvars;
 - the IR is immutable: passes build new Jaxprs, they never edit one.
 
-Higher-order primitives (a fused kernel, the branches of `cond`) keep sub-Jaxprs in their
-params: one IR, not two.
+Higher-order primitives (a fused kernel, the branches of `cond`, the body of a called jitted
+function) keep sub-Jaxprs in their params: one IR, not two.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +132,21 @@ class _Names:
             self.named.append(v)
         return self.names[id(v)]
 
+    def suggest(self, for_vars, like_vars) -> None:
+        """Name each unnamed Var of `for_vars` as its partner in `like_vars` (naming that one
+        first if needed), as JAX's `suggest_same_var_names` does: a called sub-Jaxpr's binders
+        then read as the caller's atoms. A partner already lent its name once is skipped, so
+        one name is never bound twice in the same Jaxpr."""
+        if len(for_vars) != len(like_vars):
+            return
+        lent: set[int] = set()
+        for v, like in zip(for_vars, like_vars):
+            if (isinstance(v, Var) and isinstance(like, Var) and id(v) not in self.names
+                    and id(like) not in lent):
+                lent.add(id(like))
+                self.names[id(v)] = self(like)
+                self.named.append(v)
+
 
 def _name_for(i: int) -> str:
     letters = "abcdefghijklmnopqrstuvwxyz"
@@ -189,18 +205,30 @@ def _has_subjaxpr(eqn: Eqn) -> bool:
     return bool(subjaxprs(eqn))
 
 
+# Printing rules for the few primitives that do not print the default way (JAX's
+# `pp_eqn_rules`): `rule(eqn, names, indent) -> str`. Optional, unlike the tables in core.
+pp_eqn_rules: dict[Primitive, Callable[[Eqn, _Names, int], str]] = {}
+
+
 def pp_eqn(eqn: Eqn, names: _Names, indent: int = 4) -> str:
+    rule = pp_eqn_rules.get(eqn.primitive)
+    return rule(eqn, names, indent) if rule else pp_eqn_default(eqn, names, indent)
+
+
+def pp_eqn_default(eqn: Eqn, names: _Names, indent: int = 4,
+                   param_order: Sequence[str] | None = None) -> str:
+    """`outs = name[params] ins`; params sorted unless `param_order` says otherwise."""
+    keys = sorted(eqn.params) if param_order is None else param_order
     lhs = " ".join(_pp_binder(v, names) for v in eqn.outvars) or "_"
     rhs_args = " ".join(pp_atom(a, names) for a in eqn.invars)
     if not eqn.params:
         return f"{lhs} = {eqn.primitive.name} {rhs_args}".rstrip()
     if _has_subjaxpr(eqn):
         pad = " " * (indent + 2)
-        params = "\n".join(
-            f"{pad}{k}={pp_param(v, names, indent + 2)}" for k, v in sorted(eqn.params.items())
-        )
+        params = "\n".join(f"{pad}{k}={pp_param(eqn.params[k], names, indent + 2)}"
+                           for k in keys)
         return f"{lhs} = {eqn.primitive.name}[\n{params}\n{' ' * indent}] {rhs_args}".rstrip()
-    params = " ".join(f"{k}={pp_param(v, names, indent)}" for k, v in sorted(eqn.params.items()))
+    params = " ".join(f"{k}={pp_param(eqn.params[k], names, indent)}" for k in keys)
     return f"{lhs} = {eqn.primitive.name}[{params}] {rhs_args}".rstrip()
 
 

@@ -8,6 +8,10 @@ A call to a jitted function:
    it, and stores the result (a failed compile stores nothing);
 4. calls the compiled function on the leaves and rebuilds the output pytree.
 
+Called while another function is being traced, a jitted function does none of this: it is
+traced into a sub-Jaxpr and becomes one `jit` equation of the caller (`jit_call.py`), which
+the optimizer inlines.
+
 The cache belongs to the Python function object (and the jit options), as in JAX: `jit(f)`
 twice shares one cache, but a lambda re-created on every call never hits.
 """
@@ -34,6 +38,7 @@ from minijit.config import config
 from minijit.core import trace_state
 from minijit.explain import _aval_str, differences, explain_miss
 from minijit.ir import ClosedJaxpr
+from minijit.jit_call import call_jitted
 from minijit.passes import run_passes
 from minijit.tracing import trace_to_jaxpr
 from minijit.tree_util import PyTreeDef, tree_map, tree_unflatten
@@ -194,8 +199,8 @@ class JitFunction:
     def _call(self, args, kwargs):
         if config.disable_jit:  # this thread's override, else the process-wide value
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
-        if trace_state.stack:  # called while this thread traces another function: inline it
-            return self.fun(*args, **kwargs)
+        if trace_state.stack:  # called while this thread traces another function
+            return self._stage(args, kwargs)
         split = split_args(self.spec, args, kwargs)
         entry = self._cache.entries.get(split.key)
         if entry is None:
@@ -217,6 +222,20 @@ class JitFunction:
         if self.spec.donate_argnums:
             _mark_donated(split.leaves, donated)
         return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
+
+    def _stage(self, args, kwargs):
+        """Trace `fun` into a sub-Jaxpr and stage one `jit` equation in the caller's program.
+
+        The arguments split as at a top-level call (static values, pytrees, keywords), but
+        their leaves are the caller's tracers. Nothing is compiled and this function's cache
+        is neither read nor filled: the caller's compile covers the call (and donation and
+        the backend are the caller's). Each call site is traced anew; JAX keeps a cache of
+        traced bodies, so there a Python `print` in the callee shows once per signature.
+        """
+        split = split_args(self.spec, args, kwargs, tracers_ok=True)
+        closed, out_tree = _trace(self.fun, self.spec, split)
+        outs = call_jitted(closed, split.leaves, self.spec.fun_name)
+        return tree_unflatten(out_tree, outs)
 
     def _compile(self, split: SplitArgs) -> CacheEntry:
         cache = self._cache

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+import minijit as mj
 import minijit.numpy as mnp
 from minijit import lax
 
@@ -515,6 +516,62 @@ def _scan_reference(xs):
 
 program("scan_cumulative", lambda xnp, xs: lax.scan(lambda c, v: (c + v, c * v), 0.0, xs),
         lambda rng: (rng.standard_normal(6),), reference=_scan_reference)
+
+# --------------------------------------------------------------------------- nested jit
+# A jitted function called inside a traced one is one `jit` equation (tests/test_nested_jit.py)
+# until the optimizer inlines it. These programs run the calls every way: static arguments,
+# keywords, pytrees, calls inside calls, inside a loop body and a branch.
+
+
+@functools.partial(mj.jit, static_argnums=1)
+def _jit_power_sum(x, n):
+    total = x
+    for _ in range(n - 1):  # a static n: unrolled while tracing
+        total = total * x + x
+    return total
+
+
+@mj.jit
+def _jit_scale(x, *, by):
+    return x * by
+
+
+@mj.jit
+def _jit_affine(params, x):  # a pytree in and out; calls two jitted functions itself
+    y = _jit_scale(_jit_power_sum(x, 3), by=params["w"]) + params["b"][0]
+    return {"y": y, "b1": params["b"][1]}
+
+
+def _nested_jit(xnp, x, w):
+    out = _jit_affine({"w": w, "b": (1.0, x)}, x)
+    return out["y"] - out["b1"]
+
+
+def _nested_jit_reference(x, w):
+    return ((x * x + x) * x + x) * w + 1.0 - x
+
+
+@mj.jit
+def _jit_newton_step(y, a):
+    return 0.5 * (y + a / y)
+
+
+def _nested_jit_in_control_flow(xnp, a):
+    y = lax.fori_loop(0, 4, lambda i, y: _jit_newton_step(y, a), a)
+    return lax.cond(a.sum() > 0, lambda v: _jit_newton_step(v, a), lambda v: -v, y)
+
+
+def _nested_jit_in_control_flow_reference(a):
+    y = a
+    for _ in range(5):
+        y = 0.5 * (y + a / y)
+    return y
+
+
+program("nested_jit_static_kwargs_pytree", _nested_jit, normal2((5,), ()),
+        reference=_nested_jit_reference)
+program("nested_jit_in_fori_and_cond", _nested_jit_in_control_flow, positive(5),
+        reference=_nested_jit_in_control_flow_reference)
 
 # --------------------------------------------------------------------------- optimizer bait
 # Programs shaped to tempt the passes (fold_constants, simplify, cse, dce, fusion, buffer

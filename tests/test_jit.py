@@ -259,16 +259,22 @@ def test_decorator_keeps_name_and_doc():
     assert "documented" in repr(documented)
 
 
-def test_jit_of_a_jitted_function_uses_the_outer_options():
+def test_jit_of_a_jitted_function_keeps_the_inner_options():
+    """As in JAX: the outer options apply to the outer call; the inner jitted function is
+    called while the outer one is traced, so it is staged with its own options."""
     @mj.jit
     def inner(x, n):
         return _add_n(x, n)
 
     outer = mj.jit(inner, static_argnames="n")
-    np.testing.assert_array_equal(outer(np.ones(2), 3), [4.0, 4.0])
     assert outer.spec.static_argnames == {"n"}
     assert inner.spec.static_argnames == frozenset()  # the inner wrapper is untouched
     assert outer._cache is not inner._cache
+    # inner's `n` is traced (JAX raises TracerIntegerConversionError here too)
+    with pytest.raises(mj.errors.TracerIntegerConversionError, match="`n` of `inner`"):
+        outer(np.ones(2), 3)
+    both = mj.jit(mj.jit(_add_n, static_argnames="n"), static_argnames="n")
+    np.testing.assert_array_equal(both(np.ones(2), 3), [4.0, 4.0])
 
 
 # --------------------------------------------------------------------------- pytrees and kwargs
@@ -344,6 +350,8 @@ def test_nested_jit():
     assert outer.trace_count == 1
     text = str(outer.trace(x).jaxpr)
     assert text.count("sin") == 2  # both inner calls appear in the outer program
+    assert text.count("= jit[") == 2  # each as one `jit` equation (tests/test_nested_jit.py)
+    assert inner.trace_count == 0  # staged in the outer program: never compiled on its own
     np.testing.assert_allclose(inner(x), 2 * np.sin(x))  # the inner one still works alone
 
 

@@ -32,6 +32,11 @@ def seed_example(x, y):
     return mnp.dot(x, y) + mnp.sum(x)
 
 
+@mj.jit
+def _jitted_double(x):
+    return x * 2.0
+
+
 CASES = {
     "seed_dot_plus_sum": (
         seed_example, (np.ones((3, 3)), np.ones((3, 3))), {},
@@ -153,6 +158,23 @@ CASES = {
               )
             ] c b
           in (d,) }
+        """,
+    ),
+    # JAX's layout: `name` first, the body's binders named after the caller's atoms (the one
+    # place where a name is bound twice). JAX puts this short body on one line, as it breaks
+    # lines by width; tests/test_nested_jit.py has programs it prints exactly so.
+    "nested_jit_call": (
+        lambda x: _jitted_double(x) + 1.0, (np.ones(2),), {},
+        """
+        { lambda ; a:f64[2]. let
+            b:f64[2] = jit[
+              name=_jitted_double
+              jaxpr={ lambda ; a:f64[2]. let
+                  b:f64[2] = mul a 2.0:f64[]
+                in (b,) }
+            ] a
+            c:f64[2] = add b 1.0:f64[]
+          in (c,) }
         """,
     ),
 }

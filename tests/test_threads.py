@@ -187,7 +187,7 @@ def test_eager_calls_while_another_thread_traces():
             assert not isinstance(y, Tracer)
             np.testing.assert_allclose(y, np.sin(0.5) * 2.0)
             seen["eager"] = y
-            seen["cached"] = cached(np.full(2, 2.0))  # a jitted call runs, is not inlined
+            seen["cached"] = cached(np.full(2, 2.0))  # a jitted call runs, is not staged
             seen["compiled_now"] = mj.jit(lambda x: x - 1.0)(np.ones(2))  # and may compile
         finally:
             done.set()

@@ -10,17 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from minijit.core import Primitive
 from minijit.ir import ClosedJaxpr, JaxprTypeError, typecheck_jaxpr
+from minijit.jit_call import jit_p
 from minijit.passes.cse import cse
 from minijit.passes.dce import dce
 from minijit.passes.fold_constants import fold_constants
 from minijit.passes.fuse_elementwise import fuse_elementwise, fused_p
+from minijit.passes.inline_jit import inline_jit
 from minijit.passes.plan_buffers import BufferPlan, plan_buffers
 from minijit.passes.simplify import simplify
 
 Pass = Callable[[ClosedJaxpr], ClosedJaxpr]
 
-PIPELINE: tuple[Pass, ...] = (fold_constants, simplify, cse, dce, fuse_elementwise)
+PIPELINE: tuple[Pass, ...] = (inline_jit, fold_constants, simplify, cse, dce, fuse_elementwise)
+
+# Primitives that PIPELINE removes (`inline_jit` flattens every `jit` call). They have impl
+# and abstract-eval rules, since `eval_jaxpr` and `typecheck_jaxpr` take a program as traced,
+# but no code-generation rule: a backend only ever sees the optimized program.
+REMOVED_BEFORE_CODEGEN: frozenset[Primitive] = frozenset({jit_p})
 
 
 class PassError(RuntimeError):
@@ -57,6 +65,7 @@ def run_passes(closed: ClosedJaxpr, passes: Sequence[Pass] | None = None,
 
 
 __all__ = [
-    "PIPELINE", "BufferPlan", "PassError", "cse", "dce", "fold_constants", "fuse_elementwise",
-    "fused_p", "plan_buffers", "run_passes", "simplify",
+    "PIPELINE", "REMOVED_BEFORE_CODEGEN", "BufferPlan", "PassError", "cse", "dce",
+    "fold_constants", "fuse_elementwise", "fused_p", "inline_jit", "plan_buffers", "run_passes",
+    "simplify",
 ]
