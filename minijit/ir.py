@@ -249,6 +249,12 @@ def pp_jaxpr(jaxpr: Jaxpr) -> str:
     return _pp_jaxpr(jaxpr, _Names(), 0)
 
 
+def name_like_the_printer(jaxpr: Jaxpr, names: _Names) -> None:
+    """Give every Var of `jaxpr` (sub-Jaxprs too) the name `pp_jaxpr` gives it, so that text
+    written later with `names` (generated code) reads side by side with the printed program."""
+    _pp_jaxpr(jaxpr, names, 0)
+
+
 def pp_eqn_alone(eqn: Eqn) -> str:
     """One equation with fresh names, for error messages: `c:f64[3] = mul a b`."""
     names = _Names()

@@ -293,3 +293,20 @@ def test_a_rule_added_at_run_time_is_used():
         numba_rules[P.rev_p] = original
 
 
+
+
+def test_generated_source_uses_the_printers_names():
+    """The source reads side by side with the printed optimized program: every equation's
+    comment is its printed line, and the variable it assigns has the printed name."""
+    def softmax(x):
+        e = mnp.exp(x - mnp.max(x, axis=-1, keepdims=True))
+        return e / mnp.sum(e, axis=-1, keepdims=True)
+
+    lowered = mj.jit(softmax, backend="numba").lower(np.ones((4, 8)))
+    text, printed = lowered.as_text(), str(lowered.jaxpr)
+    for line in ("b:f64[4] = reduce_max[axes=(1,)] a", "c:f64[4,1] = reshape[new_sizes=(4, 1)] b",
+                 "l:f64[4,1] = reshape[new_sizes=(4, 1)] e"):
+        assert line in printed and f"# {line}" in text
+    for assignment in ("b = np.empty((4,), np.float64)", "c = b.reshape((4, 1))",
+                       "j = np.exp(i)", "m = d  # reused", "return (m,)"):
+        assert assignment in text

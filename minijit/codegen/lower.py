@@ -31,7 +31,17 @@ from minijit.codegen.rules import (
 )
 from minijit.codegen.scalar_rules import cast, literal, scalar_expr
 from minijit.core import ELEMENTWISE
-from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, _Names, pp_eqn, subjaxprs
+from minijit.ir import (
+    ClosedJaxpr,
+    Eqn,
+    Jaxpr,
+    Lit,
+    Var,
+    _Names,
+    name_like_the_printer,
+    pp_eqn,
+    subjaxprs,
+)
 from minijit.passes.fuse_elementwise import fused_p
 from minijit.passes.plan_buffers import outputs_to_copy, owns_its_memory, plan_buffers
 
@@ -96,6 +106,7 @@ class Lowering:
     def lower(self, closed: ClosedJaxpr, fun_name: str, donated: tuple = ()) -> Source:
         self.fun_name = fun_name
         jaxpr = closed.jaxpr
+        name_like_the_printer(jaxpr, self.names)  # before plan_reuse names anything
         params = [self.name(v) for v in (*jaxpr.constvars, *jaxpr.invars)]
         self.check_rules(jaxpr)
         preallocated = _preallocatable_outputs(jaxpr)
