@@ -23,8 +23,7 @@ from minijit.interpret import eval_jaxpr
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, typecheck_jaxpr
 from minijit.jit import jit, make_jaxpr
 from minijit.tracing import Tracer
-
-__version__ = "0.1.0"
+from minijit.version import __version__  # noqa: F401 - minijit.__version__
 
 __all__ = [
     "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapedArray", "Tracer", "Var",

@@ -13,18 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from minijit.interpret import eval_jaxpr
-from minijit.ir import ClosedJaxpr, Jaxpr
-from minijit.passes.plan_buffers import outputs_to_copy
-
-
-def outputs_that_may_alias(jaxpr: Jaxpr) -> list[bool]:
-    """Which outputs the executable copies before returning them: those that may share
-    memory with an argument, a constant or an earlier output (`plan_buffers.outputs_to_copy`)."""
-    return outputs_to_copy(jaxpr)
-
-
-def copy_aliased(outs, flags) -> list:
-    return [np.array(o) if f else o for o, f in zip(outs, flags)]
+from minijit.ir import ClosedJaxpr
+from minijit.passes.plan_buffers import copy_outputs, outputs_to_copy
 
 
 class InterpreterExecutable:
@@ -32,11 +22,11 @@ class InterpreterExecutable:
 
     def __init__(self, closed: ClosedJaxpr):
         self.closed = closed
-        self.aliased = outputs_that_may_alias(closed.jaxpr)
+        self.aliased = outputs_to_copy(closed.jaxpr)  # results never share memory
 
     def __call__(self, *args) -> Sequence[np.ndarray]:
         outs = eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
-        return copy_aliased(outs, self.aliased)
+        return copy_outputs(outs, self.aliased)
 
     def fast_call(self, args) -> Sequence[np.ndarray]:
         """Called with C-contiguous arrays of exactly the compiled types."""

@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
-from minijit.backends import copy_aliased, outputs_that_may_alias
 from minijit.codegen.compile import compile_source
 from minijit.codegen.lower import CodegenError, lower_jaxpr
 from minijit.ir import ClosedJaxpr
+from minijit.passes.plan_buffers import copy_outputs, outputs_to_copy
 
 
 class NumbaExecutable:
@@ -34,7 +34,7 @@ class NumbaExecutable:
         self.out_avals = closed.jaxpr.out_avals
         self._scalar_out = [not a.shape for a in self.out_avals]
         self._any_scalar_out = any(self._scalar_out)
-        self.aliased = outputs_that_may_alias(closed.jaxpr)
+        self.aliased = outputs_to_copy(closed.jaxpr)  # results never share memory
         self._any_aliased = any(self.aliased)
         self._buffer_specs = [(a.shape, a.dtype) for a in self.source.out_avals]
         self._plain = not (self._any_scalar_out or self._any_aliased)
@@ -47,7 +47,7 @@ class NumbaExecutable:
         outs = self.entry(*self.consts, *args, *self._buffers())
         outs = [np.asarray(o, dtype=a.dtype) if s else o
                 for o, a, s in zip(outs, self.out_avals, self._scalar_out)]
-        return copy_aliased(outs, self.aliased) if self._any_aliased else outs
+        return copy_outputs(outs, self.aliased) if self._any_aliased else outs
 
     def fast_call(self, args):
         """Called with C-contiguous arrays of exactly the compiled types: no conversion.

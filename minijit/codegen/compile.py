@@ -47,6 +47,7 @@ import numpy as np
 
 from minijit.codegen.lower import CodegenError, Source
 from minijit.config import config
+from minijit.version import __version__
 
 _memory: dict[str, object] = {}
 stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}  # where each program came from
@@ -71,8 +72,6 @@ def disk_cache_enabled() -> bool:
 
 
 def source_hash(source: Source, signature: str) -> str:
-    from minijit import __version__
-
     h = hashlib.sha256()
     for part in (source.text, signature, sys.version, np.__version__, numba.__version__,
                  __version__):

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from minijit import primitives as P
 from minijit.core import ELEMENTWISE
 from minijit.ir import ClosedJaxpr, Jaxpr, Var, subjaxprs
@@ -94,6 +96,11 @@ def outputs_to_copy(jaxpr: Jaxpr, owned=()) -> list[bool]:
         if not copy:
             taken |= r
     return flags
+
+
+def copy_outputs(outs: list, flags: list[bool]) -> list:
+    """Apply `outputs_to_copy`'s verdict to a call's results: executables call this."""
+    return [np.array(o) if f else o for o, f in zip(outs, flags)]
 
 
 @dataclass

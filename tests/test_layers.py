@@ -1,0 +1,155 @@
+"""minijit's modules import one way, from the bottom up (../shared/DESIGN.md, "Layout").
+
+Layers, lowest first: the core (abstract values, the IR, primitives and their rules, tracing,
+`lax`, `minijit.numpy`, indexing, debug); the optimizer's passes; code generation; the
+backends; `jit`, `profile` and the package itself; grading on top. A module may import from
+its own layer or a lower one, never from a higher one. Every import counts, including the ones
+inside functions (a function-local import is still a dependency, only a hidden one); imports
+under `if TYPE_CHECKING:` do not run, so they do not count.
+
+Import cycles are allowed only inside the core layer, whose modules still import each other
+(`core.bind` reaches `Tracer` and `Array`, `lax` ends with control flow, control flow uses
+`minijit.numpy`): splitting those is the re-layering around an eager trace that is still to
+come, and `CORE_CYCLE` lists the modules it may involve, so the cycle cannot grow unnoticed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "minijit"
+
+LAYERS = (  # (name, module prefixes), lowest first; the core is everything not named here
+    ("passes", ("minijit.passes",)),
+    ("codegen", ("minijit.codegen",)),
+    ("backends", ("minijit.backends",)),
+    ("jit", ("minijit.jit", "minijit.profile")),
+    ("package", ("minijit",)),
+    ("grading", ("minijit.grading",)),
+)
+
+CORE_CYCLE = frozenset({
+    "minijit.array", "minijit.control_flow", "minijit.core", "minijit.indexing",
+    "minijit.interpret", "minijit.ir", "minijit.lax", "minijit.numpy", "minijit.primitives",
+    "minijit.tracing",
+})
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the import nodes inside `if TYPE_CHECKING:` blocks."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for child in node.body for n in ast.walk(child))
+    return skip
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the minijit modules it imports (`from minijit import dtypes` is an import of
+    `minijit.dtypes`, not of the package)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        skip = _type_checking_only(tree)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+                targets = subs or [base]
+            else:
+                continue
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def layer_of(module: str) -> int:
+    """0 for the core, then 1.. in the order of LAYERS (the longest matching prefix wins;
+    "minijit" names the package's `__init__` alone)."""
+    best, length = 0, 0
+    for k, (_, prefixes) in enumerate(LAYERS, start=1):
+        for p in prefixes:
+            inside = module == p or (module.startswith(p + ".") and p != "minijit")
+            if inside and len(p) > length:
+                best, length = k, len(p)
+    return best
+
+
+def _cycles(graph) -> list[set[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _name(k: int) -> str:
+    return "core" if k == 0 else LAYERS[k - 1][0]
+
+
+def test_no_module_imports_from_a_higher_layer():
+    upward = [f"{a} ({_name(layer_of(a))}) imports {b} ({_name(layer_of(b))})"
+              for a, targets in sorted(import_graph().items()) for b in sorted(targets)
+              if layer_of(b) > layer_of(a)]
+    assert not upward, "imports that run upward:\n  " + "\n  ".join(upward)
+
+
+def test_import_cycles_stay_inside_the_core():
+    for cycle in _cycles(import_graph()):
+        assert cycle <= CORE_CYCLE, f"an import cycle outside the core: {sorted(cycle)}"
+
+
+def test_the_checker_sees_function_local_and_relative_imports():
+    """The graph must not miss the imports it exists to catch."""
+    graph = import_graph()
+    assert "minijit.codegen.lower" in graph["minijit.codegen"]
+    assert "minijit.codegen" in graph["minijit.backends"]  # inside NumbaBackend.compile
+    assert "minijit.grading.kernel" in graph["minijit.grading.runner"]  # `from .kernel`
+    assert "minijit.grading.runner" not in graph["minijit.grading.kernel"]  # TYPE_CHECKING
+    assert layer_of("minijit.codegen.lower") == 2 and layer_of("minijit.jit") == 4
+    assert layer_of("minijit.jit_call") == 0 and layer_of("minijit") == 5
+    fake = {"minijit.a": {"minijit.b"}, "minijit.b": {"minijit.a"}, "minijit.c": set()}
+    assert _cycles(fake) == [{"minijit.a", "minijit.b"}]
