@@ -1015,3 +1015,17 @@ def test_control_flow_results_may_be_their_operands():
     cond = next(e for e in closed.jaxpr.eqns if e.primitive is cond_p)
     assert id(closed.jaxpr.invars[1]) in plan.roots[id(cond.outvars[0])]
     assert plan.reused_from_input == {}
+
+
+def test_jaxpr_pass_keeps_the_name_and_docstring_it_is_given():
+    from minijit.passes.rewrite import jaxpr_pass
+
+    def my_pass(jaxpr, const_values):
+        """mine"""
+        return jaxpr
+
+    assert (jaxpr_pass(my_pass).__name__, jaxpr_pass(my_pass).__doc__) == ("my_pass", "mine")
+    named = jaxpr_pass(lambda jaxpr, consts: jaxpr, name="noop", doc="Does nothing.")
+    assert (named.__name__, named.__doc__) == ("noop", "Does nothing.")
+    assert [p.__name__ for p in PIPELINE] == ["inline_jit", "fold_constants", "simplify", "cse",
+                                             "dce", "fuse_elementwise"]

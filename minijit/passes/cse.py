@@ -62,6 +62,4 @@ def cse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
                  tuple(subst(a) for a in jaxpr.outvars))
 
 
-cse = jaxpr_pass(lambda jaxpr, const_values: cse_jaxpr(jaxpr))
-cse.__name__ = "cse"
-cse.__doc__ = __doc__
+cse = jaxpr_pass(lambda jaxpr, const_values: cse_jaxpr(jaxpr), name="cse", doc=__doc__)

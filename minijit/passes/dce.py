@@ -69,6 +69,4 @@ def _dce(jaxpr: Jaxpr, const_values: dict) -> Jaxpr:
     return dce_jaxpr(jaxpr)
 
 
-dce = jaxpr_pass(_dce)
-dce.__name__ = "dce"
-dce.__doc__ = __doc__
+dce = jaxpr_pass(_dce, name="dce", doc=__doc__)

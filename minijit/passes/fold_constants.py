@@ -69,6 +69,4 @@ def _fold(jaxpr: Jaxpr, const_values: dict | None) -> Jaxpr:
     return Jaxpr(tuple(new_constvars), jaxpr.invars, tuple(eqns), outvars)
 
 
-fold_constants = jaxpr_pass(_fold)
-fold_constants.__name__ = "fold_constants"
-fold_constants.__doc__ = __doc__
+fold_constants = jaxpr_pass(_fold, name="fold_constants", doc=__doc__)

@@ -182,6 +182,5 @@ def _fused_eqn(g: _Group, members: list[Eqn], subst: Substitution, readers) -> E
                {"jaxpr": kernel, "kind": kind}, members[-1].source)
 
 
-fuse_elementwise = jaxpr_pass(lambda jaxpr, const_values: fuse_jaxpr(jaxpr))
-fuse_elementwise.__name__ = "fuse_elementwise"
-fuse_elementwise.__doc__ = __doc__
+fuse_elementwise = jaxpr_pass(lambda jaxpr, const_values: fuse_jaxpr(jaxpr),
+                               name="fuse_elementwise", doc=__doc__)

@@ -57,6 +57,5 @@ def inline_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
                  tuple(subst(a) for a in jaxpr.outvars))
 
 
-inline_jit = jaxpr_pass(lambda jaxpr, const_values: inline_jaxpr(jaxpr))
-inline_jit.__name__ = "inline_jit"
-inline_jit.__doc__ = __doc__
+inline_jit = jaxpr_pass(lambda jaxpr, const_values: inline_jaxpr(jaxpr),
+                         name="inline_jit", doc=__doc__)

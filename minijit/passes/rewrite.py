@@ -58,11 +58,14 @@ def has_effects(eqn: Eqn) -> bool:
     return any(has_effects(e) for j in subjaxprs(eqn) for e in j.eqns)
 
 
-def jaxpr_pass(fn: Callable[[Jaxpr, dict], Jaxpr]):
+def jaxpr_pass(fn: Callable[[Jaxpr, dict], Jaxpr], *, name: str | None = None,
+               doc: str | None = None):
     """Lift `fn(jaxpr, const_values) -> jaxpr` to a pass on ClosedJaxprs.
 
     `const_values` maps id(constvar) to its array; it is empty inside sub-Jaxprs. The pass
-    may drop constvars; their values are kept in step here.
+    may drop constvars; their values are kept in step here. The pass is called `name` and
+    documented by `doc` (default: `fn`'s own), which `run_passes` and the course show:
+    `cse = jaxpr_pass(lambda jaxpr, consts: cse_jaxpr(jaxpr), name="cse", doc=__doc__)`.
     """
 
     def run(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -72,8 +75,8 @@ def jaxpr_pass(fn: Callable[[Jaxpr, dict], Jaxpr]):
             return closed
         return ClosedJaxpr(new, tuple(values[id(v)] for v in new.constvars))
 
-    run.__name__ = fn.__name__
-    run.__doc__ = fn.__doc__
+    run.__name__ = name or fn.__name__
+    run.__doc__ = doc if doc is not None else fn.__doc__
     run.__wrapped__ = fn
     return run
 

@@ -215,6 +215,5 @@ def _double_application(eqn: Eqn, producers: dict[int, Eqn]):
     return None
 
 
-simplify = jaxpr_pass(lambda jaxpr, const_values: simplify_jaxpr(jaxpr))
-simplify.__name__ = "simplify"
-simplify.__doc__ = __doc__
+simplify = jaxpr_pass(lambda jaxpr, const_values: simplify_jaxpr(jaxpr),
+                       name="simplify", doc=__doc__)
