@@ -50,6 +50,22 @@ def test_headers_match_the_registry():
         assert EXERCISES[ex_id].chapter == notebook, ex_id
 
 
+def _headings(chapter: str) -> list[str]:
+    nb = nbformat.read(REPO / "chapters" / f"{chapter}.ipynb", as_version=4)
+    return [line.lstrip("#").strip() for cell in nb.cells if cell.cell_type == "markdown"
+            for line in cell.source.splitlines() if line.startswith("#")]
+
+
+@pytest.mark.parametrize("ex_id", sorted(EXERCISES))
+def test_hints_name_a_real_section_of_the_chapter(ex_id):
+    """A hint says "Reread chapters/NN.ipynb, section X": X must be one of its headings."""
+    ex = EXERCISES[ex_id]
+    headings = _headings(ex.chapter)
+    assert ex.section in headings, (
+        f"{ex_id} points at section {ex.section!r} of {ex.chapter}, whose headings are "
+        f"{headings}")
+
+
 def test_course_covers_the_pitfalls_and_builds():
     ids = set(EXERCISES)
     # one per pitfall row of the source chapter, and two that build a piece of minijit

@@ -145,7 +145,7 @@ def _reference_shrink(x, t):
 EXERCISES = [
     Exercise(
         id="ex02_tiny_tracer", points=3, title="A tiny tracer for + and *",
-        chapter="02_tracing", section="1. A tracer in thirty lines",
+        chapter="02_tracing", section="1. A tracer from scratch",
         hint=("record() must create a fresh tracer for the result, append (out, op, args) "
               "to program.eqns and return the tracer; tiny_trace() makes one tracer per "
               "argument, calls f, and stores its result(s) as a list in program.outputs."),
