@@ -5,9 +5,18 @@ unless one side is a scalar. Promotion and broadcasting happen one level up, in
 `minijit.numpy`, which inserts explicit `convert_element_type` and `broadcast_in_dim`
 equations, so the IR says exactly what runs.
 
-Adding a primitive: define `foo_p`, register its rule here and its impl in `interpret.py`,
-give it a user-facing wrapper in `lax.py` or `numpy.py`, and test it; `tests/test_rules.py`
-checks that every primitive has an entry in every table.
+Adding a primitive, every place it needs (each one is checked by the test named):
+1. here: `foo_p = _new("foo")`, its abstract-eval rule, and its op groups (ELEMENTWISE,
+   UNARY/BINARY, COMMUTATIVE, COMPARISONS, REDUCTIONS); tests/test_rules.py says which group
+   each primitive belongs to, so a new one must be added there too;
+2. `interpret.py`: its impl rule on NumPy (tests/test_rules.py: every core table has it, and
+   impl agrees with abstract eval on every dtype);
+3. `codegen/rules.py`'s `numba_rules`: an `Expression` (in `codegen/scalar_rules.py`) for an
+   elementwise primitive, else a `Statements` rule (`codegen/array_rules.py`)
+   (tests/test_codegen.py: test_every_primitive_has_a_numba_rule);
+4. a user-facing wrapper in `lax.py` or `numpy.py`;
+5. a program in tests/catalogue.py that uses it, run by every backend against NumPy
+   (tests/test_rules.py: test_every_primitive_is_exercised_by_the_catalogue).
 """
 
 from __future__ import annotations
