@@ -278,3 +278,15 @@ def test_logical_ops_reject_ints_beyond_int64(name):
     """JAX: OverflowError for `jnp.logical_or(np.array([1, 2]), 2**64 - 1)`."""
     with pytest.raises(OverflowError, match="int64"):
         getattr(mnp, name)(np.array([1, 2]), 2**64 - 1)
+
+
+def test_small_integer_powers_wrap_by_definition_in_generated_code():
+    """`integer_pow` with y <= 4 is written as products; on int64 those go through `wrapping`
+    like `mul` does (simplify usually rewrites x**3 to muls first; this lowers it as traced)."""
+    from minijit.codegen import lower_jaxpr
+
+    x = np.array([2**62, 3], np.int64)
+    text = lower_jaxpr(mj.make_jaxpr(lambda x: mj.lax.integer_pow(x, 3))(x)).text
+    assert "np.uint64" in text
+    text32 = lower_jaxpr(mj.make_jaxpr(lambda x: mj.lax.integer_pow(x, 3))(x.astype(np.int32))).text
+    assert "np.uint64" not in text32  # narrower ints compute in int64 and cannot overflow

@@ -228,8 +228,11 @@ def _integer_pow(a, eqn):
     dtype = eqn.outvars[0].aval.dtype
     if y == 0:
         return literal(1, dtype)
-    if 0 < y <= 4:
-        return "(" + " * ".join([a[0]] * y) + ")"
+    if 0 < y <= 4:  # as products, which `wrapping` keeps defined on int64 overflow
+        expr = a[0]
+        for _ in range(y - 1):
+            expr = wrapping("*", expr, a[0], dtype)
+        return expr if y > 1 else f"({expr})"
     if y > _SAFE_EXPONENT and dtype.kind in "iu":  # see _wide_power
         x = _as_int64(a[0], dtype)
         digits, e = [], y
