@@ -210,16 +210,12 @@ class JitFunction:
                     entry = self._compile(split)
             if self._fast_ok and not kwargs and _fast_key(args) is not None:
                 self._cache.fast[_fast_key(args)] = entry
-        leaves, donated = split.leaves, split.donated
-        if _donated:
-            _check_not_donated(leaves, split.leaf_names, self.spec.fun_name)
-        if self.spec.donate_argnums:
-            leaves, donated = _donatable(leaves, donated, entry.optimized.consts)
+        leaves, donated = _leaves_to_run(split, entry.optimized.consts, self.spec.fun_name)
         t0 = perf_counter()
         outs = entry.executable(*leaves)
         entry.execute_s += perf_counter() - t0
         entry.calls += 1
-        if self.spec.donate_argnums:
+        if any(donated):
             _mark_donated(split.leaves, donated)
         return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
 
@@ -385,13 +381,11 @@ class Compiled:
                 "this compiled function was lowered for different argument types:\n  "
                 + "\n  ".join(differences(split, traced.split))
             )
-        leaves, donated = split.leaves, split.donated
-        if _donated:
-            _check_not_donated(leaves, split.leaf_names, traced.jitted.spec.fun_name)
-        if any(donated):
-            leaves, donated = _donatable(leaves, donated, self.lowered.jaxpr.consts)
+        leaves, donated = _leaves_to_run(split, self.lowered.jaxpr.consts,
+                                         traced.jitted.spec.fun_name)
         outs = self.executable(*leaves)
-        _mark_donated(split.leaves, donated)
+        if any(donated):
+            _mark_donated(split.leaves, donated)
         return tree_unflatten(traced.out_tree, [wrap(o) for o in outs])
 
     def as_text(self) -> str:
@@ -449,6 +443,16 @@ def _check_not_donated(leaves, names, fun_name):
                 "earlier call (donate_argnums), so its buffer may have been reused. Pass the "
                 "array that call returned, or a fresh one."
             )
+
+
+def _leaves_to_run(split: SplitArgs, consts, fun_name: str) -> tuple[list, list[bool]]:
+    """A call's leaves, checked against earlier donations and made safe to donate (the
+    jitted call and a `Compiled` call share this); mark the donated ones after running."""
+    if _donated:
+        _check_not_donated(split.leaves, split.leaf_names, fun_name)
+    if not any(split.donated):
+        return split.leaves, split.donated
+    return _donatable(split.leaves, split.donated, consts)
 
 
 def _donatable(leaves: list, donated: list[bool], consts) -> tuple[list, list[bool]]:
