@@ -116,16 +116,19 @@ def _convert(x, target: np.dtype, weak: bool):
     return lax.convert_element_type(x, target, weak_type=weak)
 
 
+def _promoted_type(operands) -> tuple[np.dtype, bool]:
+    """`(dtype, weak_type)` that `operands` (already through `_operand`) promote to."""
+    return dtypes.result_type(*[(_aval(x).dtype, _aval(x).weak_type) for x in operands])
+
+
 def _promote(*xs):
     xs = [_operand(x) for x in xs]
-    avals = [_aval(x) for x in xs]
-    target, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
+    target, weak = _promoted_type(xs)
     return [_convert(x, target, weak) for x in xs]
 
 
 def result_type(*xs):
-    avals = [_aval(_operand(x)) for x in xs]
-    return dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])[0]
+    return _promoted_type([_operand(x) for x in xs])[0]
 
 
 def _shape(x) -> tuple[int, ...]:
@@ -187,7 +190,7 @@ def multiply(x, y):
 
 def true_divide(x, y):
     xs = [_operand(x), _operand(y)]
-    dtype, weak = dtypes.result_type(*[(_aval(v).dtype, _aval(v).weak_type) for v in xs])
+    dtype, weak = _promoted_type(xs)
     target = dtypes.float_result(dtype)
     # Straight to the float dtype: through the int one, `uint8_array / 256` would need 256 as
     # a uint8 (an OverflowError, or 0 when 256 is a traced argument, so inf).
@@ -257,7 +260,7 @@ def _compare(fn, x, y):
     (NumPy 2 compares such ints exactly; minijit follows JAX, so that the int behaves the same
     closed over as passed to jit, where it is converted as a weakly typed int64.)"""
     xs = [_operand(x), _operand(y)]
-    target, weak = dtypes.result_type(*[(_aval(v).dtype, _aval(v).weak_type) for v in xs])
+    target, weak = _promoted_type(xs)
     if not weak and target.kind in "iu":
         info = np.iinfo(target)
         xs = [_wrap_int(v, target) if type(v) is int and not info.min <= v <= info.max else v
