@@ -1,38 +1,29 @@
-"""The eager array type and the `.at[...]` helper (chapters 02 and 04).
+"""The eager array type (chapter 02).
 
-Outside a trace, minijit computes with NumPy. Results are returned as `Array`, a plain
-`np.ndarray` subclass that adds what JAX arrays have and NumPy's lack: `x.at[i].set(v)` for a
-functional update, and a `TypeError` on `x[i] = v`, because minijit arrays are immutable values
-(a jitted function could not see the mutation). Everything else is NumPy.
+Outside a trace, minijit computes with NumPy, and every result is an `Array`: an `np.ndarray`
+subclass, so NumPy, Matplotlib and pandas take it as it is, that carries what JAX's arrays
+carry and NumPy's do not:
+
+- a weak type (`mnp.add(1, 2)` is a weakly typed int64, exactly as it is inside a trace);
+- immutability: `x[i] = v` is a `TypeError` (write `x.at[i].set(v)`), and `x += 1` makes a
+  new array and rebinds the name, leaving every other reference to the old value unchanged.
+
+Its operators, indexing, `.at[...]` and methods are not NumPy's: `array_methods.py` attaches
+minijit's, the same ones a `Tracer` has, so `x + y` eagerly binds the same `add` primitive that
+it stages under `jit`, with the same dtype rules and the same errors. This module is a leaf: it
+imports nothing from minijit, so the core can build on it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minijit.errors import api_boundary
-
 
 class Array(np.ndarray):
-    """An immutable-by-convention NumPy array, as returned by jitted functions and mnp."""
+    """An immutable NumPy array, as returned by jitted functions and by `minijit.numpy`."""
 
-    @property
-    def at(self):
-        return _IndexUpdateHelper(self)
+    weak_type = False  # instances made by `wrap(..., weak_type=True)` shadow it
 
-    @api_boundary
-    def __getitem__(self, index):
-        # A traced index (`table[i]` inside jit) needs the slicing primitives: NumPy itself
-        # would ask the tracer for its value.
-        from minijit.tracing import Tracer
-
-        if any(isinstance(i, Tracer) for i in (index if isinstance(index, tuple) else (index,))):
-            from minijit.indexing import getitem
-
-            return getitem(self, index)
-        return super().__getitem__(index)
-
-    @api_boundary
     def __setitem__(self, index, value):
         raise TypeError(
             "minijit arrays are immutable: instead of `x[idx] = y` write "
@@ -41,67 +32,9 @@ class Array(np.ndarray):
         )
 
 
-def wrap(x) -> Array:
+def wrap(x, weak_type: bool = False) -> Array:
     """View a NumPy array (or scalar) as an `Array` without copying."""
-    return np.asarray(x).view(Array)
-
-
-class _IndexUpdateHelper:
-    """`x.at`: indexing it gives a reference that can `.set`, `.add`, `.get` ..."""
-
-    __slots__ = ("array",)
-
-    def __init__(self, array):
-        self.array = array
-
-    def __getitem__(self, index) -> _IndexUpdateRef:
-        return _IndexUpdateRef(self.array, index)
-
-    def __repr__(self) -> str:
-        return f"_IndexUpdateHelper({self.array!r})"
-
-
-class _IndexUpdateRef:
-    """`x.at[idx]`. Each method returns a new array; `x` itself never changes.
-
-    Updates at out-of-bounds indices are dropped, as in JAX.
-    """
-
-    __slots__ = ("array", "index")
-
-    def __init__(self, array, index):
-        self.array, self.index = array, index
-
-    @api_boundary
-    def get(self):
-        from minijit import numpy as mnp
-
-        return mnp.asarray(self.array)[self.index]
-
-    @api_boundary
-    def set(self, values):
-        return _update(self.array, self.index, values, "set")
-
-    @api_boundary
-    def add(self, values):
-        return _update(self.array, self.index, values, "add")
-
-    @api_boundary
-    def multiply(self, values):
-        return _update(self.array, self.index, values, "multiply")
-
-    mul = multiply
-
-    @api_boundary
-    def min(self, values):
-        return _update(self.array, self.index, values, "min")
-
-    @api_boundary
-    def max(self, values):
-        return _update(self.array, self.index, values, "max")
-
-
-def _update(array, index, values, how):
-    from minijit.indexing import index_update
-
-    return index_update(array, index, values, how)
+    out = np.asarray(x).view(Array)
+    if weak_type:
+        out.weak_type = True
+    return out

@@ -1,8 +1,14 @@
-"""Operators and methods of traced arrays, delegating to `minijit.numpy` (chapter 02).
+"""Operators and methods of arrays, eager and traced alike (chapter 02).
 
-This is where operator overloading happens: `x + y` on a tracer calls `mnp.add(x, y)`, which
-binds the `add` primitive, which records an equation. Eager arrays are NumPy arrays and keep
-NumPy's own operators, which follow the same rules.
+This is where operator overloading happens, once for both kinds of value: `x + y` calls
+`mnp.add(x, y)`, which binds the `add` primitive, which the innermost trace either records
+(a `Tracer`) or computes now (an eager `Array`). So eager and traced code share one set of
+dtype rules, one indexing (`indexing.getitem`: out-of-bounds reads clamp) and one set of
+errors, and arrays are immutable: `x += 1` makes a new array and rebinds the name, as in JAX.
+
+What stays NumPy's on an eager `Array` is what only concrete data can do: `len`, iteration,
+`float(x)`, `x.tolist()`, printing, and handing it to NumPy itself (`np.sin(x)` is NumPy's
+sine of the data, as it is for a JAX array).
 """
 
 from __future__ import annotations
@@ -10,18 +16,38 @@ from __future__ import annotations
 import functools
 import inspect
 
+import numpy as np
+
 from minijit import indexing
 from minijit import numpy as mnp
-from minijit.tracing import Tracer
+from minijit.array import Array, wrap
+from minijit.core import Tracer
+from minijit.errors import api_boundary, user_line
+
+_ARRAYLIKE = (Tracer, np.ndarray, np.generic, bool, int, float, complex)
 
 
-def _swap(f):
-    return lambda self, other: f(other, self)
+def _operator(fn, symbol: str, swapped: bool = False):
+    """`fn` as the method behind `symbol`. A list or tuple operand is a TypeError, as in JAX
+    (`x + [1, 2]` would otherwise be a silent conversion); any other non-array operand
+    returns NotImplemented, so Python tries the other side (and `x == None` is False)."""
+
+    def method(self, other):
+        if isinstance(other, (list, tuple)):
+            left, right = (other, self) if swapped else (self, other)
+            raise TypeError(f"unsupported operand type(s) for {symbol}: "
+                            f"'{type(left).__name__}' and '{type(right).__name__}'")
+        if not isinstance(other, _ARRAYLIKE):
+            return NotImplemented
+        return fn(other, self) if swapped else fn(self, other)
+
+    method.__name__ = fn.__name__
+    return api_boundary(method)
 
 
 def _numpy_method(fn):
-    """`fn` as a method NumPy can call: `np.sum(tracer)` is `tracer.sum(axis=None, out=None)`
-    (NumPy hands reductions to the method of anything that is not an ndarray), and `np.var`
+    """`fn` as a method NumPy can call: `np.sum(x)` is `x.sum(axis=None, out=None)` (NumPy
+    hands reductions to the method of anything that is not a plain ndarray), and `np.var`
     adds `dtype=None`. Accept those defaults, as JAX's arrays do; an actual `out` has no
     meaning for immutable arrays."""
     takes_dtype = "dtype" in inspect.signature(fn).parameters
@@ -40,27 +66,92 @@ def _numpy_method(fn):
     return method
 
 
-_OPERATORS = {
-    "__add__": mnp.add, "__radd__": _swap(mnp.add),
-    "__sub__": mnp.subtract, "__rsub__": _swap(mnp.subtract),
-    "__mul__": mnp.multiply, "__rmul__": _swap(mnp.multiply),
-    "__truediv__": mnp.true_divide, "__rtruediv__": _swap(mnp.true_divide),
-    "__floordiv__": mnp.floor_divide, "__rfloordiv__": _swap(mnp.floor_divide),
-    "__mod__": mnp.remainder, "__rmod__": _swap(mnp.remainder),
-    "__pow__": mnp.power, "__rpow__": _swap(mnp.power),
-    "__matmul__": mnp.matmul, "__rmatmul__": _swap(mnp.matmul),
-    "__and__": mnp.bitwise_and, "__rand__": _swap(mnp.bitwise_and),
-    "__or__": mnp.bitwise_or, "__ror__": _swap(mnp.bitwise_or),
-    "__xor__": mnp.bitwise_xor, "__rxor__": _swap(mnp.bitwise_xor),
-    "__lt__": mnp.less, "__le__": mnp.less_equal,
-    "__gt__": mnp.greater, "__ge__": mnp.greater_equal,
-    "__eq__": mnp.equal, "__ne__": mnp.not_equal,
-    "__neg__": mnp.negative, "__pos__": mnp.positive, "__abs__": mnp.absolute,
-    "__invert__": mnp.invert,
-    "__getitem__": indexing.getitem,
+_BINARY = {  # method name -> (function, symbol)
+    "add": (mnp.add, "+"), "sub": (mnp.subtract, "-"), "mul": (mnp.multiply, "*"),
+    "truediv": (mnp.true_divide, "/"), "floordiv": (mnp.floor_divide, "//"),
+    "mod": (mnp.remainder, "%"), "pow": (mnp.power, "**"), "matmul": (mnp.matmul, "@"),
+    "and": (mnp.bitwise_and, "&"), "or": (mnp.bitwise_or, "|"), "xor": (mnp.bitwise_xor, "^"),
+}
+_COMPARISONS = {
+    "__lt__": (mnp.less, "<"), "__le__": (mnp.less_equal, "<="),
+    "__gt__": (mnp.greater, ">"), "__ge__": (mnp.greater_equal, ">="),
+    "__eq__": (mnp.equal, "=="), "__ne__": (mnp.not_equal, "!="),
 }
 
+_OPERATORS = {
+    **{f"__{n}__": _operator(f, s) for n, (f, s) in _BINARY.items()},
+    **{f"__r{n}__": _operator(f, s, swapped=True) for n, (f, s) in _BINARY.items()},
+    # `x += y` is `x = x + y`: a new array, the old one untouched (NumPy's would write into it)
+    **{f"__i{n}__": _operator(f, s + "=") for n, (f, s) in _BINARY.items()},
+    **{name: _operator(f, s) for name, (f, s) in _COMPARISONS.items()},
+    "__neg__": mnp.negative, "__pos__": mnp.positive, "__abs__": mnp.absolute,
+    "__invert__": mnp.invert,
+}
+
+
+def _getitem(self, index):
+    if not isinstance(self, Tracer) and indexing.numpy_index(index):
+        return wrap(np.asarray(self)[index])  # eagerly only: a mask or an integer array
+    return indexing.getitem(self, index)
+
+
+def _iter(self):
+    """Rows, as NumPy iterates (an Array only: a Tracer unrolls in tracing.py). Without it
+    Python would call `x[0], x[1], ...` until an IndexError, which clamped reads never raise."""
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d array")
+    return (wrap(row, self.weak_type) for row in np.asarray(self))
+
+
+def _plain(x):
+    """`x` with every Array in it (nested in lists and tuples too) a plain ndarray view."""
+    if isinstance(x, Array):
+        return x.view(np.ndarray)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_plain(v) for v in x)
+    return x
+
+
+_SCALAR_OPERATORS = {  # NumPy routes `np.float32(2) * x` here, as the ufunc `multiply`
+    np.add: mnp.add, np.subtract: mnp.subtract, np.multiply: mnp.multiply,
+    np.true_divide: mnp.true_divide, np.floor_divide: mnp.floor_divide,
+    np.remainder: mnp.remainder, np.power: mnp.power, np.matmul: mnp.matmul,
+    np.bitwise_and: mnp.bitwise_and, np.bitwise_or: mnp.bitwise_or,
+    np.bitwise_xor: mnp.bitwise_xor, np.less: mnp.less, np.less_equal: mnp.less_equal,
+    np.greater: mnp.greater, np.greater_equal: mnp.greater_equal, np.equal: mnp.equal,
+    np.not_equal: mnp.not_equal,
+}
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """NumPy's ufuncs compute on the data and return NumPy arrays, as they do for JAX
+    arrays; but `np.float32(2) * x`, which NumPy turns into a ufunc call before `x` can
+    answer, is the operator, so it is minijit's."""
+    if (method == "__call__" and not kwargs and ufunc in _SCALAR_OPERATORS and len(inputs) == 2
+            and any(isinstance(i, np.generic) for i in inputs)):
+        return _SCALAR_OPERATORS[ufunc](*inputs)
+    return getattr(ufunc, method)(*_plain(inputs), **{k: _plain(v) for k, v in kwargs.items()})
+
+
+def _array_function(self, func, types, args, kwargs):
+    """NumPy's functions (`np.isclose(x, y)`, `np.concatenate([x, y])`) see plain ndarrays,
+    so their insides run on NumPy's rules, not on the operators above."""
+    return func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
+
+
+def _setitem(self, index, value):
+    where = user_line()
+    raise TypeError(
+        "minijit arrays are immutable: instead of `x[idx] = y` write "
+        "`x = x.at[idx].set(y)` (or .add(y), .multiply(y), .min(y), .max(y)); "
+        "it returns a new array. Convert with np.array(x) for a mutable NumPy copy."
+        + (f"\n  at {where}" if where else "")
+    )
+
+
 _METHODS = {
+    "__getitem__": api_boundary(_getitem),
+    "__setitem__": _setitem,
     "astype": mnp.astype,
     "reshape": lambda self, *shape, order="C": mnp.reshape(
         self, shape[0] if len(shape) == 1 else shape, order
@@ -76,7 +167,11 @@ _METHODS = {
     "flatten": mnp.ravel,
 }
 
-for _name, _fn in {**_OPERATORS, **_METHODS}.items():
-    setattr(Tracer, _name, _fn)
-
-Tracer.T = property(lambda self: mnp.transpose(self))
+for _cls in (Tracer, Array):
+    for _name, _fn in {**_OPERATORS, **_METHODS}.items():
+        setattr(_cls, _name, _fn)
+    _cls.T = property(lambda self: mnp.transpose(self))
+    _cls.at = property(lambda self: indexing.IndexUpdateHelper(self))
+Array.__iter__ = _iter
+Array.__array_ufunc__ = _array_ufunc
+Array.__array_function__ = _array_function

@@ -7,8 +7,11 @@ Every interpretation of a program is a table from primitive to rule:
 - `impl_rules[p](*arrays, **params) -> arrays`: run it on NumPy (in `interpret.py`);
 - later tables: `numba_rules` (code generation), rules for the optimizer's passes.
 
-`bind(p, *args, **params)` is the single entry point for applying a primitive: inside a trace
-it records an equation, outside one it runs the primitive eagerly on NumPy.
+`bind(p, *args, **params)` is the single entry point for applying a primitive: it hands the
+primitive to the innermost trace of this thread. A staging trace (`tracing.JaxprTrace`) records
+an equation; the `EvalTrace` at the bottom of every stack runs the primitive's impl rule now.
+So eager code and traced code go through the same primitives, the same abstract-eval checks
+and the same error messages (autodidax's EvalTrace).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from minijit import dtypes
+from minijit.array import Array, wrap
+from minijit.errors import user_line
 
 # --------------------------------------------------------------------------- abstract values
 
@@ -72,8 +77,13 @@ class ShapedArray:
 
 
 def get_aval(x: Any) -> ShapedArray:
-    """The abstract value of a concrete value (array, NumPy scalar or Python scalar)."""
+    """The abstract value of a concrete value (array, NumPy scalar or Python scalar).
+
+    An eager `Array` keeps the weak type of the value it holds (`mnp.add(1, 2)` is weak, as
+    the same sum is inside a trace); any other NumPy array is strongly typed."""
     if isinstance(x, np.ndarray):
+        if x.weak_type if isinstance(x, Array) else False:
+            return ShapedArray(x.shape, x.dtype, weak_type=True)
         return ShapedArray(x.shape, x.dtype)
     if isinstance(x, np.generic):
         return ShapedArray((), x.dtype)
@@ -122,20 +132,75 @@ def abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:
     return abstract_eval_rules[prim](*avals, **params)
 
 
+# --------------------------------------------------------------------------- tracers and traces
+
+
+class Tracer:
+    """The base class of values that stand for arrays inside a trace (`tracing.JaxprTracer`).
+
+    It knows its abstract value but not its data. Operators and methods (`x + y`, `x[i]`,
+    `x.sum()`) are attached in `array_methods.py`, to this class and to `Array` alike.
+    """
+
+    __array_priority__ = 1000  # so `np_array + tracer` calls tracer.__radd__
+    __slots__ = ()
+
+    aval: ShapedArray
+
+    def raise_leaked(self):
+        """Raise the error for a tracer used after its trace ended."""
+        raise NotImplementedError
+
+
+class EvalTrace:
+    """The bottom of every trace stack: apply each primitive now, with its impl rule.
+
+    Invariant: results are `Array`s whose shape, dtype and weak type are exactly what the
+    abstract-eval rule says, so an eager value is indistinguishable (but for having data) from
+    the tracer the same code makes under `jit`.
+    """
+
+    def process_primitive(self, prim: Primitive, args, params) -> list:
+        for a in args:
+            if isinstance(a, Tracer):
+                a.raise_leaked()  # a tracer outside any trace has escaped it
+        # Shape and dtype checks first, so eager and traced code fail with the same message.
+        out_avals = checked_abstract_eval(prim, [get_aval(a) for a in args], params)
+        vals = [np.asarray(a) for a in args]
+        with np.errstate(all="ignore"):  # like JAX: 1/0 is inf without a warning
+            outs = impl_rules[prim](*vals, **params)
+        return [wrap(np.asarray(o, dtype=aval.dtype), weak_type=aval.weak_type)
+                for o, aval in zip(outs, out_avals)]
+
+    def __repr__(self) -> str:
+        return "EvalTrace"
+
+
+def checked_abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:
+    """`abstract_eval`, with a TypeError pointing at the user's line (every trace uses it)."""
+    try:
+        return abstract_eval(prim, avals, params)
+    except TypeError as e:
+        where = user_line()
+        raise TypeError(f"{e}" + (f"\n  at {where}" if where else "")) from None
+
+
 # --------------------------------------------------------------------------- the trace stack
 
 
 class TraceState(threading.local):
     """The traces active in *this* thread, innermost last (JAX's `TracingContext`).
 
-    A trace is anything with `process_primitive` (see tracing.JaxprTrace); an empty stack
-    means "evaluate eagerly". Each thread has its own stack, so a thread tracing a function
-    never captures the operations of another thread that runs eagerly or traces too.
+    The bottom entry is always `eval_trace`; above it are staging traces (tracing.JaxprTrace),
+    anything with `process_primitive`. Each thread has its own stack, so a thread tracing a
+    function never captures the operations of another thread that runs eagerly or traces too.
     """
 
     def __init__(self):
-        self.stack: list[Any] = []
+        self.stack: list[Any] = [eval_trace]
 
+
+eval_trace = EvalTrace()
 
 # threading.local rather than a contextvars.ContextVar: tracing is synchronous (a traced
 # function never awaits), so a thread is the right scope; it is what JAX uses, and reading
@@ -144,33 +209,19 @@ trace_state = TraceState()
 
 
 def current_trace():
-    stack = trace_state.stack
-    return stack[-1] if stack else None
+    """The innermost trace of this thread (`eval_trace` when nothing is being traced)."""
+    return trace_state.stack[-1]
+
+
+def is_tracing() -> bool:
+    """Whether this thread is inside a staging trace (so `bind` records, not computes)."""
+    return len(trace_state.stack) > 1
 
 
 def bind(prim: Primitive, *args, **params):
-    """Apply `prim` to `args`: stage it into the innermost trace, or run it on NumPy.
+    """Apply `prim` to `args` in the innermost trace: stage it, or (at the bottom) run it.
 
     Returns one value, or a list of values when `prim.multiple_results`.
     """
-    trace = current_trace()
-    if trace is not None:
-        outs = trace.process_primitive(prim, args, params)
-    else:
-        outs = _eval_eagerly(prim, args, params)
+    outs = trace_state.stack[-1].process_primitive(prim, args, params)
     return outs if prim.multiple_results else outs[0]
-
-
-def _eval_eagerly(prim: Primitive, args, params):
-    from minijit.array import wrap  # the eager array type
-    from minijit.tracing import Tracer
-
-    for a in args:
-        if isinstance(a, Tracer):
-            a.raise_leaked()  # a tracer outside any trace has escaped it
-    # Shape and dtype checks first, so eager and traced code fail with the same message.
-    out_avals = abstract_eval(prim, [get_aval(a) for a in args], params)
-    vals = [np.asarray(a) for a in args]
-    with np.errstate(all="ignore"):
-        outs = impl_rules[prim](*vals, **params)
-    return [wrap(np.asarray(o, dtype=aval.dtype)) for o, aval in zip(outs, out_avals)]

@@ -1,10 +1,15 @@
 """`x[idx]` and `x.at[idx].set(v)` in terms of slicing primitives (chapter 04).
 
-Supported index components: Python ints (and 0-d integer arrays, which are ints), slices with
-static bounds (any step), `None`, `...`, and traced integer scalars. A traced index becomes a
-`dynamic_slice` (reads clamp into bounds, as in JAX; negative indices count from the end).
-Updates build a new array with `dynamic_update_slice`; an update at an out-of-bounds index is
-dropped, as in JAX.
+Eager arrays and tracers index the same way, here (`array_methods.py` attaches `getitem` and
+`at` to both). Supported index components: Python ints (and 0-d integer arrays, which are
+ints), slices with static bounds (any step), `None`, `...`, and traced integer scalars. A
+traced index becomes a `dynamic_slice`. As in JAX, negative indices count from the end, an
+out-of-bounds read clamps into bounds (`arange(10)[11]` is 9, static index or traced), and an
+update at an out-of-bounds index is dropped. Updates build a new array with
+`dynamic_update_slice`: `x` itself never changes.
+
+Eagerly, and only eagerly, an index of another kind (a boolean mask, an integer array) is
+NumPy's (`numpy_index`), as JAX allows both outside `jit`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from minijit import dtypes, lax
-from minijit.tracing import Tracer
+from minijit import numpy as mnp
+from minijit.core import Tracer
+from minijit.errors import api_boundary
 
 _UNSUPPORTED = (
     "minijit supports indexing with ints, slices, None, ... and traced integer scalars; got {}."
@@ -41,8 +48,8 @@ def _is_int_scalar_array(i) -> bool:
 def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]]:
     """Per-axis plan, and the positions (in the result) where `None` adds an axis.
 
-    Reading at a static out-of-bounds int raises, as in NumPy; an update there is dropped
-    (an empty window), as in JAX."""
+    A static out-of-bounds int is clamped into bounds when reading and dropped (an empty
+    window) when updating, as in JAX; only an axis of length 0 has nothing to clamp to."""
     index = index if isinstance(index, tuple) else (index,)
     # A concrete 0-d integer array (`np.array(1)`, `mnp.array(1)`) is an int, as in NumPy and
     # JAX, under jit and eagerly alike; operator.index below reads its value.
@@ -87,9 +94,12 @@ def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]
             except TypeError:
                 raise IndexError(_UNSUPPORTED.format(f"{i!r}")) from None
             if not -d <= k < d:
-                if not updating:
-                    raise IndexError(f"index {k} is out of bounds for axis {dim} with size {d}")
-                axes.append(_Axis(0, 0, drop=True))
+                if updating:
+                    axes.append(_Axis(0, 0, drop=True))
+                elif d == 0:
+                    raise IndexError(f"index {k} is out of bounds for axis {dim} with size 0")
+                else:  # negative counts from the end first: -11 of 10 is -1, clamped to 0
+                    axes.append(_Axis(min(max(k + d if k < 0 else k, 0), d - 1), 1, drop=True))
             else:
                 axes.append(_Axis(k % d, 1, drop=True))
         dim += 1
@@ -98,7 +108,6 @@ def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]
 
 def _wide_enough(i, d: int):
     """`i`, widened to int64 if its dtype cannot hold -d..d (uint8, or int8 with d > 127)."""
-    from minijit import numpy as mnp
 
     info = np.iinfo(i.dtype)
     return mnp.astype(i, np.int64) if info.min > -d or info.max < d else i
@@ -106,14 +115,21 @@ def _wide_enough(i, d: int):
 
 def _normalize(i, d: int):
     """A traced index counts from the end when negative, as in NumPy."""
-    from minijit import numpy as mnp
 
     i = _wide_enough(i, d)
     return mnp.where(mnp.less(i, 0), mnp.add(i, d), i)
 
 
+def numpy_index(index) -> bool:
+    """Whether `index` has a component only NumPy's indexing takes (a mask, an int array)."""
+    for i in index if isinstance(index, tuple) else (index,):
+        if isinstance(i, list) or (isinstance(i, np.ndarray) and not _is_int_scalar_array(i)):
+            return True
+    return False
+
+
 def getitem(x, index):
-    """`x[index]` for a tracer (or any array), using the primitives of `lax`."""
+    """`x[index]` for a tracer or an eager array, using the primitives of `lax`."""
     shape = tuple(x.shape)
     axes, new_axes = _parse(shape, index)
     # 1. static slicing: reverse axes with negative steps, then one `slice`.
@@ -143,9 +159,7 @@ def getitem(x, index):
     if dropped:
         x = lax.squeeze(x, dropped)
     if new_axes:
-        from minijit import numpy as mnp
-
-        x = mnp.expand_dims(x, new_axes)
+            x = mnp.expand_dims(x, new_axes)
     return x
 
 
@@ -155,7 +169,6 @@ _COMBINE = {"add": "add", "multiply": "multiply", "min": "minimum", "max": "maxi
 def _strided_update(x, axes: list[_Axis], values, how: str):
     """`x.at[::2, 1:].set(v)` for static indices with steps: spread the update with
     `pad`'s interior padding onto x's shape, and select it where a padded mask is True."""
-    from minijit import numpy as mnp
 
     shape = tuple(x.shape)
     window = [a.size for a in axes]
@@ -176,7 +189,6 @@ def _strided_update(x, axes: list[_Axis], values, how: str):
 
 def index_update(x, index, values, how: str):
     """The array `x` with `x[index]` combined with `values` (`how`: set, add, ...)."""
-    from minijit import numpy as mnp
 
     x = mnp.asarray(x)
     shape = tuple(x.shape)
@@ -209,3 +221,59 @@ def index_update(x, index, values, how: str):
             ok = in_bounds if ok is None else mnp.logical_and(ok, in_bounds)
         update = mnp.where(ok, update, current)
     return lax.dynamic_update_slice(x, update, starts)
+
+
+# --------------------------------------------------------------------------- x.at[...]
+
+
+class IndexUpdateHelper:
+    """`x.at`: indexing it gives a reference that can `.set`, `.add`, `.get` ..."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index) -> IndexUpdateRef:
+        return IndexUpdateRef(self.array, index)
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
+class IndexUpdateRef:
+    """`x.at[idx]`. Each method returns a new array; `x` itself never changes.
+
+    Updates at out-of-bounds indices are dropped and reads clamp, as in JAX.
+    """
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    @api_boundary
+    def get(self):
+        return getitem(mnp.asarray(self.array), self.index)
+
+    @api_boundary
+    def set(self, values):
+        return index_update(self.array, self.index, values, "set")
+
+    @api_boundary
+    def add(self, values):
+        return index_update(self.array, self.index, values, "add")
+
+    @api_boundary
+    def multiply(self, values):
+        return index_update(self.array, self.index, values, "multiply")
+
+    mul = multiply
+
+    @api_boundary
+    def min(self, values):
+        return index_update(self.array, self.index, values, "min")
+
+    @api_boundary
+    def max(self, values):
+        return index_update(self.array, self.index, values, "max")

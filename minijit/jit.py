@@ -35,7 +35,7 @@ from minijit.arguments import ArgSpec, SplitArgs, split_args
 from minijit.array import Array, wrap
 from minijit.backends import get_backend
 from minijit.config import config
-from minijit.core import trace_state
+from minijit.core import is_tracing, trace_state
 from minijit.explain import _aval_str, differences, explain_miss
 from minijit.ir import ClosedJaxpr
 from minijit.jit_call import call_jitted
@@ -179,7 +179,7 @@ class JitFunction:
             # so it is its own api boundary, a `try` that costs nothing until it catches).
             # While any thread is inside `with disable_jit():`, calls take the slow path,
             # which reads this thread's own setting.
-            if self._fast_ok and not kwargs and not trace_state.stack and not (
+            if self._fast_ok and not kwargs and len(trace_state.stack) == 1 and not (
                     _donated_any[0] or _config_values["disable_jit"]
                     or _overrides_open["disable_jit"]):
                 entry = self._cache.fast.get(_fast_key(args))
@@ -199,7 +199,7 @@ class JitFunction:
     def _call(self, args, kwargs):
         if config.disable_jit:  # this thread's override, else the process-wide value
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
-        if trace_state.stack:  # called while this thread traces another function
+        if is_tracing():  # called while this thread traces another function
             return self._stage(args, kwargs)
         split = split_args(self.spec, args, kwargs)
         entry = self._cache.entries.get(split.key)

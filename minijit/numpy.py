@@ -3,6 +3,8 @@
 Each function promotes dtypes and broadcasts shapes the way NumPy does, then calls the strict
 primitives of `minijit.lax`, so a traced function's Jaxpr shows every conversion explicitly.
 The same code runs eagerly outside `jit`: `bind` then evaluates on NumPy and returns `Array`s.
+As in JAX, only `asarray`/`array` convert lists and tuples: any other function given one as
+an array argument raises JAX's TypeError (`_requires_arraylike`), eagerly and traced alike.
 
 Dtypes follow NumPy (float64 by default); float functions (`sqrt`, `exp`, `/`) turn ints into
 float64 where NumPy would sometimes choose float16 or float32.
@@ -11,6 +13,8 @@ float64 where NumPy would sometimes choose float16 or float32.
 from __future__ import annotations
 
 import builtins
+import functools
+import inspect
 import math
 import operator
 from collections.abc import Sequence
@@ -19,9 +23,8 @@ import numpy as np
 
 from minijit import dtypes, lax
 from minijit.array import Array, wrap
-from minijit.core import current_trace, get_aval
+from minijit.core import Tracer, get_aval, is_tracing
 from minijit.errors import ConcretizationTypeError, api_boundaries, user_line
-from minijit.tracing import Tracer
 
 # dtype names, so `mnp.float32` works as in JAX
 bool_ = np.bool_
@@ -58,7 +61,7 @@ def _reject_masked(x) -> None:
 def asarray(x, dtype=None):
     """An array (or tracer) for `x`; nested lists containing tracers are stacked."""
     _reject_masked(x)
-    if isinstance(x, Tracer):
+    if isinstance(x, (Tracer, Array)):  # an Array keeps its weak type, as in JAX
         return x if dtype is None else astype(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(leaf, Tracer) for leaf in _flat(x)):
         return stack([asarray(v, dtype) for v in x])
@@ -85,7 +88,7 @@ def _operand(x):
     _reject_masked(x)
     if isinstance(x, np.generic):
         x = np.asarray(x)
-    if isinstance(x, np.ndarray) and not isinstance(x, Array) and current_trace() is None:
+    if isinstance(x, np.ndarray) and not isinstance(x, Array) and not is_tracing():
         return wrap(x)  # eagerly, even a no-op (`reshape` to the same shape) returns an Array
     if isinstance(x, (Tracer, np.ndarray)) or isinstance(x, _SCALARS):
         return x
@@ -229,7 +232,7 @@ def power(x, y):
             raise ValueError("Integers to negative integer powers are not allowed.")
         return lax.integer_pow(x, y)
     x, y = _broadcast(*_no_bool(*_promote(x, y)))
-    if current_trace() is None and dtypes.is_int(_aval(y).dtype) and np.any(np.asarray(y) < 0):
+    if not is_tracing() and dtypes.is_int(_aval(y).dtype) and np.any(np.asarray(y) < 0):
         # NumPy's error, where the values are known. Inside jit they are data, and every
         # backend gives a value instead (see `_power` in interpret.py).
         raise ValueError("Integers to negative integer powers are not allowed.")
@@ -789,6 +792,54 @@ def eye(N, M=None, k=0, dtype=None):
     cols = lax.broadcasted_iota(np.int64, (N, M), 1)
     return astype(equal(add(rows, k), cols), dtype or dtypes.float_)
 
+
+# --------------------------------------------------------------------------- the API's edge
+
+# Parameters that take one array, and the one that takes a sequence of them.
+_ARRAY_PARAMETERS = {"x", "y", "a", "b", "condition", "fill_value", "min", "max", "a_min",
+                     "a_max", "constant_values"}
+_CONVERTERS = {"asarray", "array", "shape", "ndim", "size", "result_type", "broadcast_shapes"}
+
+
+def _requires_arraylike(fn):
+    """`fn`, raising JAX's TypeError when an array argument is a list or a tuple (JAX's
+    `check_arraylike`). Implicit conversion hides bugs (`x + [1, 2]` as a shape mistake) and
+    costs a copy on every call; `mnp.asarray` is the one place that converts."""
+    params = list(inspect.signature(fn).parameters)
+    checked = [n for n in params if n in _ARRAY_PARAMETERS]
+    sequence = "arrays" in params
+    if fn.__name__ in _CONVERTERS or not (checked or sequence):
+        return fn
+    positions = {params.index(n): k for k, n in enumerate(checked)}
+
+    def reject(arg, position):
+        raise TypeError(
+            f"{fn.__name__} requires ndarray or scalar arguments, got {type(arg)} at position "
+            f"{position}. (Convert it explicitly: mnp.asarray(...).)")
+
+    @functools.wraps(fn)
+    def with_arraylike_arguments(*args, **kwargs):
+        for i, arg in enumerate(args):
+            if type(arg) in (list, tuple) and i in positions:
+                reject(arg, positions[i])
+        for name, arg in kwargs.items():
+            if type(arg) in (list, tuple) and name in checked:
+                reject(arg, checked.index(name))
+        if sequence:
+            arrays = args[0] if args else kwargs.get("arrays", ())
+            for k, arg in enumerate(arrays if isinstance(arrays, (list, tuple)) else ()):
+                if type(arg) in (list, tuple):
+                    reject(arg, k)
+        return fn(*args, **kwargs)
+
+    return with_arraylike_arguments
+
+
+_checked: dict[int, object] = {}  # aliases (`divide = true_divide`) stay one object
+for _name, _value in list(globals().items()):
+    if (not _name.startswith("_") and inspect.isfunction(_value)
+            and _value.__module__ == __name__):
+        globals()[_name] = _checked.setdefault(id(_value), _requires_arraylike(_value))
 
 # Keep last: every public function above becomes an API boundary, so an error raised inside
 # one shows the learner's frames only (errors.api_boundary).

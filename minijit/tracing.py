@@ -31,17 +31,27 @@ import numpy as np
 
 from minijit import errors
 from minijit.config import config
-from minijit.core import ShapedArray, abstract_eval, current_trace, get_aval, trace_state
+from minijit.core import (
+    ShapedArray,
+    Tracer,
+    checked_abstract_eval,
+    current_trace,
+    get_aval,
+    trace_state,
+)
 from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.tree_util import PyTreeDef, tree_flatten_with_path
 
 # --------------------------------------------------------------------------- tracers
 
 
-class Tracer:
-    """A stand-in for an array during tracing. Operators are attached in `array_methods.py`."""
+class JaxprTracer(Tracer):
+    """A stand-in for an array while `JaxprTrace` records (operators: `array_methods.py`).
 
-    __array_priority__ = 1000  # so `np_array + tracer` calls tracer.__radd__
+    `isinstance(x, Tracer)` (the base class, from `core`) is how the rest of minijit asks
+    "is this traced?"; this subclass is the one tracer minijit has.
+    """
+
     __slots__ = ("_trace", "atom", "source", "__weakref__")
 
     def __init__(self, trace: JaxprTrace, atom: Var | Lit, source: str | None = None):
@@ -73,12 +83,6 @@ class Tracer:
     @property
     def weak_type(self) -> bool:
         return self.aval.weak_type
-
-    @property
-    def at(self):
-        from minijit.array import _IndexUpdateHelper
-
-        return _IndexUpdateHelper(self)
 
     def __repr__(self) -> str:
         return f"Traced<{self.aval!r}>with<JaxprTrace({self._trace.fun_name})>"
@@ -154,15 +158,6 @@ class Tracer:
             static_fix=False,
         )
 
-    def __setitem__(self, index, value):
-        where = errors.user_line()
-        raise TypeError(
-            "minijit arrays are immutable: instead of `x[idx] = y` write "
-            "`x = x.at[idx].set(y)` (or .add(y), .multiply(y), .min(y), .max(y)); "
-            "it returns a new array."
-            + (f"\n  at {where}" if where else "")
-        )
-
     def __hash__(self):
         raise TypeError(
             "unhashable type: a traced array cannot be a dict key or set member; "
@@ -203,8 +198,8 @@ class JaxprTrace:
         # weak references to every tracer made, when leak checking is on
         self.made: list[weakref.ref] | None = [] if config.check_tracer_leaks else None
 
-    def _tracer(self, atom, source=None) -> Tracer:
-        t = Tracer(self, atom, source)
+    def _tracer(self, atom, source=None) -> JaxprTracer:
+        t = JaxprTracer(self, atom, source)
         if self.made is not None:
             self.made.append(weakref.ref(t))
         return t
@@ -261,11 +256,7 @@ class JaxprTrace:
 
     def process_primitive(self, prim, args: Sequence, params: dict) -> list[Tracer]:
         atoms = [self.to_atom(a) for a in args]
-        try:
-            out_avals = abstract_eval(prim, [a.aval for a in atoms], params)
-        except TypeError as e:
-            where = errors.user_line()
-            raise TypeError(f"{e}" + (f"\n  at {where}" if where else "")) from None
+        out_avals = checked_abstract_eval(prim, [a.aval for a in atoms], params)
         source = errors.user_location()
         outvars = tuple(Var(aval) for aval in out_avals)
         self.eqns.append(Eqn(prim, tuple(atoms), outvars, dict(params), source))
@@ -352,7 +343,8 @@ def trace_to_jaxpr(
     trace, the const values include tracers of the enclosing trace (captured variables).
     """
     name = fun_name or getattr(fun, "__name__", "fun")
-    trace = JaxprTrace(name, parent=current_trace())
+    outer = current_trace()
+    trace = JaxprTrace(name, parent=outer if isinstance(outer, JaxprTrace) else None)
     tracers = [trace.new_arg(aval, n) for aval, n in zip(in_avals, arg_names)]
     stack = trace_state.stack  # this thread's: other threads trace or run eagerly meanwhile
     stack.append(trace)

@@ -261,9 +261,9 @@ def test_the_library_default_backend_is_numba():
 
 def test_every_primitive_has_a_numba_rule():
     from minijit.codegen.rules import Expression, numba_rules
-    from minijit.control_flow import CONTROL_FLOW
     from minijit.core import ELEMENTWISE
     from minijit.debug import debug_callback_p
+    from minijit.lax.control_flow import CONTROL_FLOW
     from minijit.passes.fuse_elementwise import fused_p
     from minijit.primitives import ALL_PRIMITIVES
 

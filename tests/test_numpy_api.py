@@ -63,11 +63,26 @@ def test_too_many_indices():
         traced(lambda x, i: x[i, i], np.ones(3), 1)
 
 
-def test_static_out_of_bounds_index_raises_like_numpy():
-    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 3"):
-        traced(lambda x: x[5], np.ones(3))
-    with pytest.raises(IndexError, match="index -4 is out of bounds for axis 1 with size 3"):
-        traced(lambda x: x[0, -4], np.ones((2, 3)))
+@pytest.mark.parametrize("read, want", [
+    (lambda x: x[11], 9),  # clamped to the last element, as in JAX
+    (lambda x: x[-11], 0),  # counted from the end (-1), then clamped to the first
+    (lambda x: x.reshape(2, 5)[1, 7], 9),
+    (lambda x: x.reshape(2, 5)[3, -9], 5),  # row 3 clamps to 1, column -9 + 5 = -4 to 0
+    (lambda x: x.at[11].get(), 9),
+])
+def test_static_out_of_bounds_reads_clamp_eagerly_and_traced(read, want):
+    x = mnp.arange(10)
+    assert int(read(x)) == want  # eagerly
+    assert int(mj.jit(read)(x)) == want  # traced
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+        mnp.zeros(0)[0]  # an empty axis has nothing to clamp to
+
+
+def test_static_out_of_bounds_updates_are_dropped_eagerly_and_traced():
+    x = mnp.arange(5)
+    for update in (lambda x: x.at[11].set(7), lambda x: x.at[-11].add(7)):
+        np.testing.assert_array_equal(update(x), np.arange(5))
+        np.testing.assert_array_equal(mj.jit(update)(x), np.arange(5))
 
 
 @pytest.mark.parametrize("index", [

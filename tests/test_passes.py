@@ -30,10 +30,10 @@ import minijit as mj
 import minijit.numpy as mnp
 from minijit import lax
 from minijit import primitives as P
-from minijit.control_flow import cond_p, fori_loop_p, scan_p
 from minijit.core import ELEMENTWISE, Primitive, abstract_eval_rules, impl_rules
 from minijit.debug import debug_callback_p
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, subjaxprs, typecheck_jaxpr
+from minijit.lax.control_flow import cond_p, fori_loop_p, scan_p
 from minijit.passes import (
     PIPELINE,
     PassError,

@@ -14,9 +14,9 @@ from catalogue import PROGRAMS
 
 import minijit as mj
 from minijit import core, dtypes
-from minijit.control_flow import CONTROL_FLOW
 from minijit.core import ShapedArray, abstract_eval_rules, impl_rules
 from minijit.ir import Jaxpr, subjaxprs
+from minijit.lax.control_flow import CONTROL_FLOW
 from minijit.passes import REMOVED_BEFORE_CODEGEN, run_passes
 from minijit.primitives import ALL_PRIMITIVES
 

@@ -15,10 +15,10 @@ from minijit.codegen.array_rules import _empty, _shape
 from minijit.codegen.kernels import emit_elements
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
-from minijit.control_flow import cond_p, fori_loop_p, scan_p, while_p
 from minijit.core import ELEMENTWISE
 from minijit.debug import debug_callback_p
 from minijit.ir import Eqn, Jaxpr, Lit
+from minijit.lax.control_flow import cond_p, fori_loop_p, scan_p, while_p
 from minijit.passes.fuse_elementwise import fused_p
 
 

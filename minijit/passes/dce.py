@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from minijit.control_flow import cond_p, scan_p
 from minijit.ir import Eqn, Jaxpr, Var
+from minijit.lax.control_flow import cond_p, scan_p
 from minijit.passes.rewrite import has_effects, jaxpr_pass
 
 

@@ -114,8 +114,9 @@ def _reference_cond_loop():
 def probe_while_direct(ns, x, limit):
     """Call the learner's rule the way eval_jaxpr does, on one `while` equation."""
     import minijit as mj
-    from minijit import control_flow, lax
+    from minijit import lax
     from minijit.ir import Lit
+    from minijit.lax import control_flow
 
     def halve_until(x, limit):
         return lax.while_loop(lambda c: c[0] > limit, lambda c: (c[0] * 0.5, c[1] + 1), (x, 0))
@@ -139,9 +140,10 @@ def probe_while_in_eval(ns, program):
     """Run a traced program with `mj.eval_jaxpr`, the learner's rule installed for `while`."""
     import minijit as mj
     import minijit.numpy as mnp
-    from minijit import control_flow, lax
-    from minijit.control_flow import while_p
+    from minijit import lax
     from minijit.core import impl_rules
+    from minijit.lax import control_flow
+    from minijit.lax.control_flow import while_p
 
     def countdown(n):  # a tuple carry, no captured values
         return lax.while_loop(lambda c: c[0] > 0, lambda c: (c[0] - 1, c[1] * 2.0), (n, 1.0))

@@ -21,8 +21,10 @@ import numpy as np
 
 from minijit import dtypes
 from minijit.core import Primitive, ShapedArray, abstract_eval_rules, bind, get_aval, impl_rules
+from minijit.errors import api_boundaries
 from minijit.interpret import eval_jaxpr
 from minijit.ir import Jaxpr, Var
+from minijit.lax import ops as lax
 from minijit.tracing import trace_to_jaxpr
 from minijit.tree_util import PyTreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -99,17 +101,29 @@ def _check_same_types(what: str, a_name: str, a_tree, a_avals, b_name: str, b_tr
 
 def switch(index, branches: Sequence[Callable], *operands):
     """Run `branches[index](*operands)`; `index` is clamped into range, as in JAX."""
-    from minijit import numpy as mnp
-
     if not branches:
         raise ValueError("switch needs at least one branch")
-    index = mnp.asarray(index) if not isinstance(index, (int, np.integer)) else index
-    if dtypes.is_float(get_aval(index).dtype):
-        raise TypeError(f"switch index must be an integer scalar, got {get_aval(index)}")
-    if get_aval(index).shape != ():
-        raise TypeError(f"switch index must be a scalar, got {get_aval(index)}")
-    index = mnp.clip(mnp.astype(index, np.int32), 0, len(branches) - 1)
+    if isinstance(index, np.integer):
+        index = int(index)
+    aval = get_aval(index)
+    if not (dtypes.is_int(aval.dtype) or aval.dtype == dtypes.bool_):
+        raise TypeError(f"switch index must be an integer scalar, got {aval}")
+    if aval.shape != ():
+        raise TypeError(f"switch index must be a scalar, got {aval}")
+    if isinstance(index, int):  # a static index picks its branch now, clamped the same way
+        index = np.int32(min(max(index, 0), len(branches) - 1))
+    else:
+        index = lax.max(_as_int32(index), np.int32(0))
+        index = lax.min(index, np.int32(len(branches) - 1))
     return _cond(index, list(branches), operands, "switch")
+
+
+def _as_int32(x):
+    """`x` as a strong int32 scalar (the branch index `cond` binds)."""
+    aval = get_aval(x)
+    if aval.dtype == np.int32 and not aval.weak_type:
+        return x
+    return lax.convert_element_type(x, np.int32)
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
@@ -117,14 +131,16 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
 
     Both are traced (so both must type-check), but the compiled program evaluates one.
     """
-    from minijit import numpy as mnp
-
     aval = get_aval(pred if not isinstance(pred, (list, tuple)) else np.asarray(pred))
     if aval.shape != ():
         raise TypeError(f"cond predicate must be a scalar, got {aval.str_short()}; to choose "
                         "elementwise use mnp.where(pred, x, y)")
-    pred = mnp.not_equal(pred, 0) if aval.dtype != dtypes.bool_ else pred
-    index = mnp.astype(pred, np.int32)
+    if isinstance(pred, (bool, int, float, np.generic)):
+        index = np.int32(bool(pred))  # a concrete predicate: the index is a literal
+    else:
+        if aval.dtype != dtypes.bool_:
+            pred = lax.ne(pred, np.zeros((), aval.dtype)[()])
+        index = lax.convert_element_type(pred, np.int32)
     return _cond(index, [false_fun, true_fun], operands, "cond",
                  names=["false_fun", "true_fun"])
 
@@ -231,9 +247,7 @@ def _joined(c: ShapedArray, o: ShapedArray) -> ShapedArray:
 
 
 def _cast_leaves(leaves, avals):
-    from minijit import numpy as mnp
-
-    return [x if get_aval(x).dtype == a.dtype else mnp.astype(x, a.dtype)
+    return [x if get_aval(x).dtype == a.dtype else lax.convert_element_type(x, a.dtype)
             for x, a in zip(leaves, avals)]
 
 
@@ -286,13 +300,11 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     Bounds may be Python ints or traced integer scalars. (JAX expresses this as a `while` or
     a `scan`; minijit keeps its own primitive so that generated code can use a plain `for`.)
     """
-    from minijit import numpy as mnp
-
     for b in (lower, upper):
         a = get_aval(b)
         if a.shape != () or not dtypes.is_int(a.dtype):
             raise TypeError(f"fori_loop bounds must be integer scalars, got {a.str_short()}")
-    lower, upper = mnp._promote(lower, upper)
+    lower, upper = _promote_bounds(lower, upper)
     index_aval = ShapedArray((), get_aval(lower).dtype)
     leaves, tree = tree_flatten(init_val)
     jaxpr, consts, _, carry_avals = _trace_body("fori_loop", body_fun, [index_aval], ["i"],
@@ -302,6 +314,20 @@ def fori_loop(lower, upper, body_fun: Callable, init_val):
     out = bind(fori_loop_p, lower, upper, *consts, *leaves, body_jaxpr=body,
                body_nconsts=len(consts))
     return tree_unflatten(tree, out)
+
+
+def _promote_bounds(lower, upper):
+    """Both bounds in the dtype they promote to (a Python int stays one while it can)."""
+    avals = [get_aval(b) for b in (lower, upper)]
+    target, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
+    out = []
+    for b, a in zip((lower, upper), avals):
+        if isinstance(b, (int, np.integer)):
+            b = int(b) if weak else target.type(b)
+        elif a.dtype != target:
+            b = lax.convert_element_type(b, target, weak_type=weak)
+        out.append(b)
+    return out
 
 
 def _fori_abstract_eval(lower, upper, *args, body_jaxpr, body_nconsts):
@@ -405,3 +431,7 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length):
 
 abstract_eval_rules[scan_p] = _scan_abstract_eval
 impl_rules[scan_p] = _scan_impl
+
+
+# Keep last: every public function becomes an API boundary (errors.api_boundary).
+api_boundaries(globals())

@@ -1,8 +1,8 @@
-"""`minijit.lax`: one thin, strict wrapper per primitive, as in `jax.lax` (chapter 03).
+"""One thin, strict wrapper per primitive, as in `jax.lax` (chapter 03).
 
 These functions do no promotion and no broadcasting: dtypes must already agree and shapes must
-be equal (or scalar). `minijit.numpy` builds the forgiving NumPy-style API on top of them.
-Control flow (`cond`, `while_loop`, `fori_loop`, ...) joins this module in chapter 05.
+be equal (or scalar). `minijit.numpy` builds the forgiving NumPy-style API on top of them, and
+the control flow of `control_flow.py` (chapter 05) is written with them.
 """
 
 from __future__ import annotations
@@ -251,8 +251,6 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
     return bind(P.iota_p, dtype=dtypes.canonicalize(dtype), shape=tuple(shape),
                 dimension=int(dimension))
 
-
-from minijit.control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: E402, F401
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in (
     "annotations", "np", "dtypes", "P", "bind", "Sequence")]
