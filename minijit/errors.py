@@ -72,7 +72,7 @@ def user_line() -> str | None:
 def describe_frame(frame) -> str:
     filename, lineno = frame.f_code.co_filename, frame.f_lineno
     source = linecache.getline(filename, lineno).strip()
-    where = f"{_short_filename(filename)}:{lineno} ({frame.f_code.co_name})"
+    where = f"{short_filename(filename)}:{lineno} ({frame.f_code.co_name})"
     return f"{where}: {source}" if source else where
 
 
@@ -81,10 +81,10 @@ def user_location() -> str | None:
     frame = user_frame()
     if frame is None:
         return None
-    return f"{_short_filename(frame.f_code.co_filename)}:{frame.f_lineno} ({frame.f_code.co_name})"
+    return f"{short_filename(frame.f_code.co_filename)}:{frame.f_lineno} ({frame.f_code.co_name})"
 
 
-def _short_filename(filename: str) -> str:
+def short_filename(filename: str) -> str:
     # Notebook cells are compiled from files like /tmp/ipykernel_123/4567.py: say "cell".
     if "ipykernel_" in filename or filename.startswith("<ipython-input"):
         return "<notebook cell>"

@@ -12,7 +12,7 @@ from minijit.arguments import SplitArgs
 from minijit.core import ShapedArray
 
 
-def _aval_str(aval: tuple) -> str:
+def aval_str(aval: tuple) -> str:
     return ShapedArray(*aval).str_short()
 
 
@@ -28,7 +28,7 @@ def differences(new: SplitArgs, old: SplitArgs) -> list[str]:
                 weak = ""
                 if a[:2] == b[:2]:
                     weak = " (a Python scalar is weakly typed; an array is not)"
-                out.append(f"* at {name}, now {_aval_str(a)} and before {_aval_str(b)}{weak}")
+                out.append(f"* at {name}, now {aval_str(a)} and before {aval_str(b)}{weak}")
     new_static = dict(zip(new.static_names, (k[2] for k in new.static_key)))
     old_static = dict(zip(old.static_names, (k[2] for k in old.static_key)))
     new_type = dict(zip(new.static_names, (k[3] for k in new.static_key)))

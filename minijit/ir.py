@@ -118,7 +118,7 @@ class ClosedJaxpr:
 # --------------------------------------------------------------------------- printing
 
 
-class _Names:
+class VarNames:
     """Gives vars names in order of appearance: a, b, ..., z, ba, bb, ... (as JAX does)."""
 
     def __init__(self):
@@ -158,7 +158,7 @@ def _name_for(i: int) -> str:
             return name
 
 
-def pp_atom(a: Atom, names: _Names) -> str:
+def pp_atom(a: Atom, names: VarNames) -> str:
     if isinstance(a, Lit):
         return f"{_pp_scalar(a.val, a.aval)}:{a.aval.str_short()}"
     return names(a)
@@ -169,11 +169,11 @@ def _pp_scalar(val, aval: ShapedArray) -> str:
     return repr(val)
 
 
-def _pp_binder(v: Var, names: _Names) -> str:
+def _pp_binder(v: Var, names: VarNames) -> str:
     return f"{names(v)}:{v.aval.str_short()}"
 
 
-def pp_param(value, names: _Names, indent: int) -> str:
+def pp_param(value, names: VarNames, indent: int) -> str:
     if isinstance(value, Jaxpr):
         return _pp_jaxpr(value, names, indent)
     if isinstance(value, ClosedJaxpr):
@@ -207,15 +207,15 @@ def _has_subjaxpr(eqn: Eqn) -> bool:
 
 # Printing rules for the few primitives that do not print the default way (JAX's
 # `pp_eqn_rules`): `rule(eqn, names, indent) -> str`. Optional, unlike the tables in core.
-pp_eqn_rules: dict[Primitive, Callable[[Eqn, _Names, int], str]] = {}
+pp_eqn_rules: dict[Primitive, Callable[[Eqn, VarNames, int], str]] = {}
 
 
-def pp_eqn(eqn: Eqn, names: _Names, indent: int = 4) -> str:
+def pp_eqn(eqn: Eqn, names: VarNames, indent: int = 4) -> str:
     rule = pp_eqn_rules.get(eqn.primitive)
     return rule(eqn, names, indent) if rule else pp_eqn_default(eqn, names, indent)
 
 
-def pp_eqn_default(eqn: Eqn, names: _Names, indent: int = 4,
+def pp_eqn_default(eqn: Eqn, names: VarNames, indent: int = 4,
                    param_order: Sequence[str] | None = None) -> str:
     """`outs = name[params] ins`; params sorted unless `param_order` says otherwise."""
     keys = sorted(eqn.params) if param_order is None else param_order
@@ -232,7 +232,7 @@ def pp_eqn_default(eqn: Eqn, names: _Names, indent: int = 4,
     return f"{lhs} = {eqn.primitive.name}[{params}] {rhs_args}".rstrip()
 
 
-def _pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int) -> str:
+def _pp_jaxpr(jaxpr: Jaxpr, names: VarNames, indent: int) -> str:
     consts = " ".join(_pp_binder(v, names) for v in jaxpr.constvars)
     args = " ".join(_pp_binder(v, names) for v in jaxpr.invars)
     head = f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"
@@ -246,10 +246,10 @@ def _pp_jaxpr(jaxpr: Jaxpr, names: _Names, indent: int) -> str:
 
 def pp_jaxpr(jaxpr: Jaxpr) -> str:
     """Print a Jaxpr in JAX's layout. Deterministic: names follow order of appearance."""
-    return _pp_jaxpr(jaxpr, _Names(), 0)
+    return _pp_jaxpr(jaxpr, VarNames(), 0)
 
 
-def name_like_the_printer(jaxpr: Jaxpr, names: _Names) -> None:
+def name_like_the_printer(jaxpr: Jaxpr, names: VarNames) -> None:
     """Give every Var of `jaxpr` (sub-Jaxprs too) the name `pp_jaxpr` gives it, so that text
     written later with `names` (generated code) reads side by side with the printed program."""
     _pp_jaxpr(jaxpr, names, 0)
@@ -257,7 +257,7 @@ def name_like_the_printer(jaxpr: Jaxpr, names: _Names) -> None:
 
 def pp_eqn_alone(eqn: Eqn) -> str:
     """One equation with fresh names, for error messages: `c:f64[3] = mul a b`."""
-    names = _Names()
+    names = VarNames()
     for a in eqn.invars:  # inputs first, so names read in order of appearance
         if isinstance(a, Var):
             names(a)

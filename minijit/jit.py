@@ -36,7 +36,7 @@ from minijit.array import Array, wrap
 from minijit.backends import get_backend
 from minijit.config import config
 from minijit.core import is_tracing, trace_state
-from minijit.explain import _aval_str, differences, explain_miss
+from minijit.explain import aval_str, differences, explain_miss
 from minijit.ir import ClosedJaxpr
 from minijit.jit_call import call_jitted
 from minijit.passes import run_passes
@@ -138,7 +138,7 @@ def _defined_at(fun) -> str:
     code = getattr(fun, "__code__", None)
     if code is None:
         return "<unknown>"
-    return f"{errors._short_filename(code.co_filename)}:{code.co_firstlineno}"
+    return f"{errors.short_filename(code.co_filename)}:{code.co_firstlineno}"
 
 
 def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -269,7 +269,7 @@ class JitFunction:
     @staticmethod
     def _signature(split: SplitArgs) -> str:
         # a weak type (a Python scalar) is a different cache key, so it must show
-        parts = [f"{n}: {_aval_str(a)}{' (weak)' if a[2] else ''}"
+        parts = [f"{n}: {aval_str(a)}{' (weak)' if a[2] else ''}"
                  for n, a in zip(split.leaf_names, split.leaf_avals)]
         parts += [f"{n}={k[2]!r}" for n, k in zip(split.static_names, split.static_key)]
         return "(" + ", ".join(parts) + ")"

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from minijit.core import Primitive, ShapedArray, abstract_eval_rules, bind, impl_rules
 from minijit.interpret import eval_jaxpr
-from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, _Names, pp_eqn_default, pp_eqn_rules
+from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, VarNames, pp_eqn_default, pp_eqn_rules
 
 jit_p = Primitive("jit", multiple_results=True)
 
@@ -59,7 +59,7 @@ class _Bare(str):
         return str(self)
 
 
-def _jit_pp_rule(eqn: Eqn, names: _Names, indent: int) -> str:
+def _jit_pp_rule(eqn: Eqn, names: VarNames, indent: int) -> str:
     # As JAX: the body's inputs and outputs take the names of the caller's atoms, so the body
     # reads as the call site does; `name` comes first, to scan a program by function name.
     body = eqn.params["jaxpr"]

@@ -436,3 +436,10 @@ def _iota_rule(*, dtype, shape, dimension):
 
 
 abstract_eval_rules[iota_p] = _iota_rule
+
+
+def per_element(p: Primitive) -> bool:
+    """Whether each output element of `p` reads each input at one index: every elementwise
+    primitive, and `broadcast_in_dim`, which only maps the index. This is what one loop over
+    the elements may compute (fusion, and loop bodies lowered as whole-array loops)."""
+    return p in ELEMENTWISE or p is broadcast_in_dim_p

@@ -34,8 +34,8 @@ class Program:
     `fn(xnp, *args)` is the program; `args(rng)` makes its arguments (arrays, Python scalars,
     pytrees, and static values at `static_argnums`). `reference(*args)` replaces
     `fn(numpy, *args)` where minijit's API differs from NumPy's. `dtypes` lists minijit's
-    output dtypes where they deliberately differ from NumPy's. `eager=False` where the program
-    relies on a traced index (out of bounds, it clamps; eagerly, NumPy raises IndexError).
+    output dtypes where they deliberately differ from NumPy's. Every program also runs eagerly,
+    where out-of-bounds indices clamp exactly as they do traced.
     """
 
     name: str
@@ -44,7 +44,6 @@ class Program:
     static_argnums: tuple[int, ...] = ()
     reference: Callable[..., Any] | None = None
     dtypes: tuple[str, ...] | None = None
-    eager: bool = True  # False where only traced code has JAX's semantics (clamped indices)
 
     def numpy_fn(self) -> Callable[..., Any]:
         return self.reference if self.reference is not None else functools.partial(self.fn, np)
@@ -372,14 +371,14 @@ def _take(xnp, x, i):
 
 for _i in (1, -2, 7, -10):
     program(f"traced_index_1d[{_i}]", _take, lambda rng, i=_i: (normal(5)(rng)[0], i),
-            reference=lambda x, i: x[jax_index(i, x.shape[0])], eager=-5 <= _i < 5)
+            reference=lambda x, i: x[jax_index(i, x.shape[0])])
 
 program("traced_index_2d_row", lambda xnp, x, i: (x[i], x[i, 1:], x[1:, i], x[i, ::-1]),
         lambda rng: (rng.standard_normal((4, 3)), np.int32(-1)),
         reference=lambda x, i: (x[i], x[i, 1:], x[1:, i], x[i, ::-1]))
 program("traced_index_two", lambda xnp, x, i, j: (x[i, j], x[j, i]),
         lambda rng: (rng.standard_normal((3, 3)), np.int32(5), np.int64(-1)),
-        reference=lambda x, i, j: (x[jax_index(i, 3), j], x[j, jax_index(i, 3)]), eager=False)
+        reference=lambda x, i, j: (x[jax_index(i, 3), j], x[j, jax_index(i, 3)]))
 program("at_set_static", lambda xnp, x, v: (x.at[1].set(v), x.at[-1].add(1.0),
                                             x.at[2:4].set(0.0), x.at[:].multiply(2.0)),
         normal2((5,), ()),
@@ -400,12 +399,11 @@ def _at_traced(xnp, x, i, v):
 for _i in (2, -1, 9, -9):
     program(f"at_traced[{_i}]", _at_traced,
             lambda rng, i=_i: (rng.standard_normal(4), i, 10.0),
-            reference=lambda x, i, v: (numpy_at_set(x, i, v), numpy_at_set(x, i, v, "add")),
-            eager=-4 <= _i < 4)
+            reference=lambda x, i, v: (numpy_at_set(x, i, v), numpy_at_set(x, i, v, "add")))
 
 program("traced_index_narrow_dtypes", lambda xnp, x, i, j: (x[i], x[j], x.at[i].set(-1.0)),
         lambda rng: (np.arange(300.0), np.uint8(200), np.int8(-100)),
-        reference=lambda x, i, j: (x[200], x[200], numpy_at_set(x, 200, -1.0)), eager=False)
+        reference=lambda x, i, j: (x[200], x[200], numpy_at_set(x, 200, -1.0)))
 program("at_traced_int32_dtype", lambda xnp, x, i: x.at[i].add(2.7),
         lambda rng: (rng.integers(0, 9, 4).astype(np.int32), np.int32(3)),
         reference=lambda x, i: numpy_at_set(x, int(i), np.int32(2.7), "add"))

@@ -16,12 +16,12 @@ from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, dtype_name, literal, wrapping
 
 
-def _shape(v) -> tuple:
+def shape_of(v) -> tuple:
     return tuple(v.aval.shape)
 
 
-def _empty(v) -> str:
-    return f"np.empty({_shape(v)}, np.{dtype_name(v.aval.dtype)})"
+def empty_like_var(v) -> str:
+    return f"np.empty({shape_of(v)}, np.{dtype_name(v.aval.dtype)})"
 
 
 def _as_array(lo, a, expr: str) -> str:
@@ -33,13 +33,13 @@ def _as_array(lo, a, expr: str) -> str:
 
 def _reshape(lo, eqn, args, outs):
     (x,), (o,) = eqn.invars, eqn.outvars
-    if not _shape(o):
-        lo.line(f"{outs[0]} = {args[0]}.ravel()[0]" if _shape(x) else f"{outs[0]} = {args[0]}")
-    elif not _shape(x):
-        lo.line(f"{outs[0]} = np.full({_shape(o)}, {args[0]}, "
+    if not shape_of(o):
+        lo.line(f"{outs[0]} = {args[0]}.ravel()[0]" if shape_of(x) else f"{outs[0]} = {args[0]}")
+    elif not shape_of(x):
+        lo.line(f"{outs[0]} = np.full({shape_of(o)}, {args[0]}, "
                 f"np.{dtype_name(o.aval.dtype)})")
     else:
-        lo.line(f"{outs[0]} = {args[0]}.reshape({_shape(o)})")
+        lo.line(f"{outs[0]} = {args[0]}.reshape({shape_of(o)})")
 
 
 def _transpose(lo, eqn, args, outs):
@@ -62,38 +62,38 @@ def _slice(lo, eqn, args, outs):
 
 def _rev(lo, eqn, args, outs):
     dims = set(eqn.params["dimensions"])
-    sub = ", ".join("::-1" if k in dims else ":" for k in range(len(_shape(eqn.invars[0]))))
+    sub = ", ".join("::-1" if k in dims else ":" for k in range(len(shape_of(eqn.invars[0]))))
     lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
 
 
 def _squeeze(lo, eqn, args, outs):
     o = eqn.outvars[0]
-    if not _shape(o):
+    if not shape_of(o):
         lo.line(f"{outs[0]} = {args[0]}.ravel()[0]")
     else:
-        lo.line(f"{outs[0]} = {args[0]}.reshape({_shape(o)})")
+        lo.line(f"{outs[0]} = {args[0]}.reshape({shape_of(o)})")
 
 
 def _concatenate(lo, eqn, args, outs):
     o, dim = eqn.outvars[0], eqn.params["dimension"]
-    lo.line(f"{outs[0]} = {_empty(o)}")
+    lo.line(f"{outs[0]} = {empty_like_var(o)}")
     offset = 0
     for a, expr in zip(eqn.invars, args):
-        n = _shape(a)[dim]
+        n = shape_of(a)[dim]
         sub = ", ".join(f"{offset}:{offset + n}" if k == dim else ":" for k in
-                        range(len(_shape(o))))
+                        range(len(shape_of(o))))
         lo.line(f"{outs[0]}[{sub}] = {expr}")
         offset += n
 
 
 def _pad(lo, eqn, args, outs):
     x, o = eqn.invars[0], eqn.outvars[0]
-    lo.line(f"{outs[0]} = np.full({_shape(o)}, {args[1]}, np.{dtype_name(o.aval.dtype)})")
-    if 0 in _shape(x):
+    lo.line(f"{outs[0]} = np.full({shape_of(o)}, {args[1]}, np.{dtype_name(o.aval.dtype)})")
+    if 0 in shape_of(x):
         return
     sub = ", ".join(
         f"{lo_}:{lo_ + d + max(d - 1, 0) * i}:{i + 1}"
-        for d, (lo_, _, i) in zip(_shape(x), eqn.params["padding_config"]))
+        for d, (lo_, _, i) in zip(shape_of(x), eqn.params["padding_config"]))
     lo.line(f"{outs[0]}[{sub}] = {args[0]}")
 
 
@@ -107,23 +107,23 @@ def _clamped(lo, x_shape, sizes, starts) -> list[str]:
 
 def _dynamic_slice(lo, eqn, args, outs):
     x, sizes = eqn.invars[0], eqn.params["slice_sizes"]
-    s = _clamped(lo, _shape(x), sizes, args[1:])
+    s = _clamped(lo, shape_of(x), sizes, args[1:])
     sub = ", ".join(f"{a}:{a} + {n}" for a, n in zip(s, sizes))
     lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
 
 
 def _dynamic_update_slice(lo, eqn, args, outs):
     x, u = eqn.invars[0], eqn.invars[1]
-    s = _clamped(lo, _shape(x), _shape(u), args[2:])
+    s = _clamped(lo, shape_of(x), shape_of(u), args[2:])
     lo.line(f"{outs[0]} = {args[0]}.copy()")
-    sub = ", ".join(f"{a}:{a} + {n}" for a, n in zip(s, _shape(u)))
+    sub = ", ".join(f"{a}:{a} + {n}" for a, n in zip(s, shape_of(u)))
     lo.line(f"{outs[0]}[{sub}] = {_as_array(lo, u, args[1])}")
 
 
 def _iota(lo, eqn, args, outs):
     o, dim = eqn.outvars[0], eqn.params["dimension"]
-    shape = _shape(o)
-    lo.line(f"{outs[0]} = {_empty(o)}")
+    shape = shape_of(o)
+    lo.line(f"{outs[0]} = {empty_like_var(o)}")
     idx = [f"i{k}" for k in range(len(shape))]
     for k, d in enumerate(shape):
         lo.line(f"for {idx[k]} in range({d}):")
@@ -135,7 +135,7 @@ def _iota(lo, eqn, args, outs):
 def _argminmax(lo, eqn, args, outs):
     x, o = eqn.invars[0], eqn.outvars[0]
     (axis,) = eqn.params["axes"]
-    shape = _shape(x)
+    shape = shape_of(x)
     perm = tuple(k for k in range(len(shape)) if k != axis) + (axis,)
     rows = int(np.prod([shape[k] for k in perm[:-1]], dtype=np.int64))
     op = ">" if eqn.primitive is P.argmax_p else "<"
@@ -152,7 +152,7 @@ def _argminmax(lo, eqn, args, outs):
     lo.line(f"            {best} = {t}[_i, _k]")
     lo.line(f"            {at} = _k")
     lo.line(f"    {r}[_i] = {at}")
-    lo.line(f"{outs[0]} = {r}.reshape({_shape(o)})" if _shape(o) else f"{outs[0]} = {r}[0]")
+    lo.line(f"{outs[0]} = {r}.reshape({shape_of(o)})" if shape_of(o) else f"{outs[0]} = {r}[0]")
 
 
 def _dot_general(lo, eqn, args, outs):
@@ -160,16 +160,16 @@ def _dot_general(lo, eqn, args, outs):
     o = eqn.outvars[0]
     (lc, rc), _ = eqn.params["dimension_numbers"]
     a, b = args
-    if len(_shape(lhs)) == 2 and lc == (0,):
+    if len(shape_of(lhs)) == 2 and lc == (0,):
         a = f"np.ascontiguousarray({a}.T)"
-    if len(_shape(rhs)) == 2 and rc == (1,):
+    if len(shape_of(rhs)) == 2 and rc == (1,):
         b = f"np.ascontiguousarray({b}.T)"
     if o.aval.dtype.kind == "f":
         lo.line(f"{outs[0]} = np.dot({a}, {b})")
         return
     # Integers and bools: BLAS has no integer routines, so loop.
     ta, tb, r, acc = (f"_{n}_{outs[0]}" for n in ("a", "b", "r", "acc"))
-    ra, rb = len(_shape(lhs)), len(_shape(rhs))
+    ra, rb = len(shape_of(lhs)), len(shape_of(rhs))
     m = f"{a}.shape[0]" if ra == 2 else "1"
     n = f"{b}.shape[1]" if rb == 2 else "1"
     lo.line(f"{ta} = np.ascontiguousarray({a}).reshape(({m}, {a}.shape[-1]))")
@@ -185,7 +185,7 @@ def _dot_general(lo, eqn, args, outs):
                    o.aval.dtype))
     lo.line(f"            {combine}")
     lo.line(f"        {r}[_i, _j] = {acc}")
-    lo.line(f"{outs[0]} = {r}.reshape({_shape(o)})" if _shape(o) else f"{outs[0]} = {r}[0, 0]")
+    lo.line(f"{outs[0]} = {r}.reshape({shape_of(o)})" if shape_of(o) else f"{outs[0]} = {r}[0, 0]")
 
 
 for _p, _rule in {

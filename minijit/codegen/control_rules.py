@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
-from minijit.codegen.array_rules import _empty, _shape
+from minijit.codegen.array_rules import empty_like_var, shape_of
 from minijit.codegen.kernels import emit_elements
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
-from minijit.core import ELEMENTWISE
 from minijit.debug import debug_callback_p
 from minijit.ir import Eqn, Jaxpr, Lit
 from minijit.lax.control_flow import cond_p, fori_loop_p, scan_p, while_p
@@ -67,7 +66,7 @@ def _while(lo, eqn, args, outs):
 def _elementwise_body(body: Jaxpr) -> bool:
     """Is every equation of the loop body elementwise (or an elementwise kernel)?"""
     return all(
-        (e.primitive in ELEMENTWISE or e.primitive is P.broadcast_in_dim_p
+        (P.per_element(e.primitive)
          or (e.primitive is fused_p and e.params["kind"] == "elementwise"))
         and not e.primitive.effectful for e in body.eqns)
 
@@ -117,7 +116,7 @@ def _fori_interchanged(lo, eqn, args, outs):
         a is index_var for a in body.outvars)
     lo.line("# interchanged: each element runs the whole loop in registers")
     for o, v in zip(outs, eqn.outvars):
-        lo.line(f"{o} = {_empty(v)}")
+        lo.line(f"{o} = {empty_like_var(v)}")
     for k, d in enumerate(shape):
         lo.line(f"for {idx[k]} in range({d}):")
         lo.indent += 1
@@ -189,10 +188,10 @@ def _scan(lo, eqn, args, outs):
         lo.line(f"{o} = {cast(v, a.aval.dtype) if not a.aval.shape else v}")
     ys = outs[nk:]
     for y, v in zip(ys, eqn.outvars[nk:]):
-        lo.line(f"{y} = {_empty(v)}")
+        lo.line(f"{y} = {empty_like_var(v)}")
     lo.line(f"for _t in range({n}):")
     lo.indent += 1
-    x_exprs = [f"{x}[_t]" if len(_shape(a)) > 1 else f"{x}[_t]" for x, a in
+    x_exprs = [f"{x}[_t]" if len(shape_of(a)) > 1 else f"{x}[_t]" for x, a in
                zip(xs, eqn.invars[nc + nk:])]
     lo.bind_inputs(body, [*consts, *outs[:nk], *x_exprs])
     lo.jaxpr_body(body)

@@ -37,7 +37,7 @@ from minijit.ir import (
     Jaxpr,
     Lit,
     Var,
-    _Names,
+    VarNames,
     name_like_the_printer,
     pp_eqn,
     subjaxprs,
@@ -77,7 +77,7 @@ class Lowering:
     def __init__(self):
         self.lines: list[str] = []
         self.indent = 1
-        self.names = _Names()
+        self.names = VarNames()
         self.safe: dict[int, str] = {}
         self.callbacks: dict[str, object] = {}
         # outer name of an output -> the entry parameter holding its preallocated buffer

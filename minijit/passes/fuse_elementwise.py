@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from minijit import primitives as P
-from minijit.core import ELEMENTWISE, Primitive, ShapedArray, abstract_eval_rules, impl_rules
+from minijit.core import Primitive, ShapedArray, abstract_eval_rules, impl_rules
 from minijit.interpret import eval_jaxpr
 from minijit.ir import Eqn, Jaxpr, Var
 from minijit.passes.rewrite import Substitution, has_effects, jaxpr_pass, map_subjaxprs
@@ -52,8 +52,7 @@ FUSIBLE_REDUCTIONS = {P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_p
 def may_fuse(eqn: Eqn) -> bool:
     """Rule 1: may this equation be part of an elementwise kernel?"""
     out_shape = eqn.outvars[0].aval.shape if eqn.outvars else ()
-    return ((eqn.primitive in ELEMENTWISE or eqn.primitive is P.broadcast_in_dim_p)
-            and not has_effects(eqn) and out_shape != ())
+    return P.per_element(eqn.primitive) and not has_effects(eqn) and out_shape != ()
 
 
 @dataclass(eq=False)

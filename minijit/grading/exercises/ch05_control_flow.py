@@ -53,15 +53,17 @@ def probe_staged(ns, name, args, wanted):
 
     fn = get(ns, name)
     closed = mj.make_jaxpr(fn)(np.asarray(args[0], dtype=np.float64), *args[1:])
-    names = set()
+    from minijit.lax.control_flow import cond_p, fori_loop_p, while_p
+
+    seen = set()
     todo = [closed.jaxpr]
     while todo:
         jaxpr = todo.pop()
         for eqn in jaxpr.eqns:
-            names.add(eqn.primitive.name)
+            seen.add(eqn.primitive)
             todo.extend(subjaxprs(eqn))
-    found = {"cond": "cond" in names, "loop": bool(names & {"fori_loop", "while"}),
-             "while": "while" in names}
+    found = {"cond": cond_p in seen, "loop": bool(seen & {fori_loop_p, while_p}),
+             "while": while_p in seen}
     return {k: found[k] for k in wanted}
 
 
@@ -122,7 +124,7 @@ def probe_while_direct(ns, x, limit):
         return lax.while_loop(lambda c: c[0] > limit, lambda c: (c[0] * 0.5, c[1] + 1), (x, 0))
 
     closed = mj.make_jaxpr(halve_until)(np.float64(x), np.float64(limit))
-    eqn = next(e for e in closed.eqns if e.primitive.name == "while")
+    eqn = next(e for e in closed.eqns if e.primitive is control_flow.while_p)
     env = {id(v): np.asarray(a) for v, a in zip(closed.jaxpr.invars,
                                                   (np.float64(x), np.float64(limit)))}
     operands = [np.asarray(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]

@@ -40,6 +40,7 @@ def probe_fold(ns, source, args):
     import minijit as mj
     import minijit.numpy as mnp
     from minijit import lax
+    from minijit import primitives as P
     from minijit.ir import Jaxpr, Lit, pp_eqn_alone, subjaxprs
     from minijit.passes import dce, run_passes
     from minijit.passes.rewrite import jaxpr_pass
@@ -63,7 +64,7 @@ def probe_fold(ns, source, args):
 
     def walk(jaxpr):
         for e in jaxpr.eqns:
-            if e.primitive.name in ("add", "sub", "mul", "neg", "exp") and all(
+            if e.primitive in (P.add_p, P.sub_p, P.mul_p, P.neg_p, P.exp_p) and all(
                     isinstance(a, Lit) for a in e.invars):
                 left.append(pp_eqn_alone(e))
             for sub in subjaxprs(e):
@@ -180,6 +181,7 @@ def probe_cse(ns, source, args, duplicate=None):
     import minijit as mj
     import minijit.numpy as mnp
     from minijit import lax
+    from minijit.core import abstract_eval_rules
     from minijit.ir import ClosedJaxpr, Jaxpr, Var, pp_eqn_alone, subjaxprs
     from minijit.passes import run_passes
     from minijit.passes.cse import eqn_key
@@ -201,7 +203,9 @@ def probe_cse(ns, source, args, duplicate=None):
         # A copy of the first `duplicate` equation right after it, with fresh outputs that
         # every later reader uses instead: merging it must point them back at the original.
         j = closed.jaxpr
-        k = next(i for i, e in enumerate(j.eqns) if e.primitive.name == duplicate)
+        # the case names it; every primitive has an abstract-eval rule, so the table has it
+        wanted = next(p for p in abstract_eval_rules if p.name == duplicate)
+        k = next(i for i, e in enumerate(j.eqns) if e.primitive is wanted)
         original = j.eqns[k]
         copy = replace(original, outvars=tuple(Var(v.aval) for v in original.outvars))
         swap = {id(a): b for a, b in zip(original.outvars, copy.outvars)}
