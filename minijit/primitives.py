@@ -5,18 +5,22 @@ unless one side is a scalar. Promotion and broadcasting happen one level up, in
 `minijit.numpy`, which inserts explicit `convert_element_type` and `broadcast_in_dim`
 equations, so the IR says exactly what runs.
 
-Adding a primitive, every place it needs (each one is checked by the test named):
+Adding a primitive, every place it needs; leaving any one out fails the test named, with a
+message that names the place:
 1. here: `foo_p = _new("foo")`, its abstract-eval rule, and its op groups (ELEMENTWISE,
-   UNARY/BINARY, COMMUTATIVE, COMPARISONS, REDUCTIONS); tests/test_rules.py says which group
-   each primitive belongs to, so a new one must be added there too;
-2. `interpret.py`: its impl rule on NumPy (tests/test_rules.py: every core table has it, and
-   impl agrees with abstract eval on every dtype);
-3. `codegen/rules.py`'s `numba_rules`: an `Expression` (in `codegen/scalar_rules.py`) for an
-   elementwise primitive, else a `Statements` rule (`codegen/array_rules.py`)
-   (tests/test_codegen.py: test_every_primitive_has_a_numba_rule);
-4. a user-facing wrapper in `lax.py` or `numpy.py`;
-5. a program in tests/catalogue.py that uses it, run by every backend against NumPy
-   (tests/test_rules.py: test_every_primitive_is_exercised_by_the_catalogue).
+   UNARY/BINARY, COMMUTATIVE, COMPARISONS, REDUCTIONS);
+2. tests/test_rules.py: the op-group lists (UNARY, BINARY, STRUCTURAL ...) that say,
+   deliberately, which groups it belongs to (test_every_primitive_is_classified_here,
+   test_op_groups);
+3. `interpret.py`: its impl rule on NumPy (test_rules.py::test_every_primitive_has_a_rule,
+   and test_impl_matches_abstract_eval_on_every_dtype);
+4. `codegen/rules.py`'s `numba_rules`: an `Expression` (written in `codegen/scalar_rules.py`)
+   for an elementwise primitive, else a `Statements` rule (`codegen/array_rules.py`)
+   (test_rules.py::test_every_primitive_has_a_rule[numba_rules]);
+5. `lax/ops.py`: the strict wrapper that binds it (test_every_primitive_has_a_lax_wrapper),
+   and a `minijit.numpy` function where NumPy has one;
+6. tests/catalogue.py: a program that uses it, run eagerly, by `eval_jaxpr` and by every
+   backend against NumPy (test_every_primitive_is_exercised_by_the_catalogue).
 """
 
 from __future__ import annotations

@@ -72,17 +72,51 @@ def test_rule_tables_are_found():
     assert {"abstract_eval_rules", "impl_rules"} <= set(RULE_TABLES)
 
 
-@pytest.mark.parametrize("table", sorted(RULE_TABLES))
+# Where each table is filled, for the message that says what to add (a table without an
+# entry here fails test_every_table_says_where_it_is_filled).
+WHERE = {
+    "abstract_eval_rules": "minijit/primitives.py (next to the primitive)",
+    "impl_rules": "minijit/interpret.py",
+    "numba_rules": "minijit/codegen/rules.py (an Expression from codegen/scalar_rules.py, "
+                   "or Statements from codegen/array_rules.py)",
+}
+
+
+def _every_table():
+    """Every interpretation's table: core's, and code generation's `numba_rules`."""
+    from minijit.codegen.rules import numba_rules
+
+    return {**RULE_TABLES, "numba_rules": numba_rules}
+
+
+def test_every_table_says_where_it_is_filled():
+    assert set(_every_table()) == set(WHERE)
+
+
+@pytest.mark.parametrize("table", sorted(WHERE))
 def test_every_primitive_has_a_rule(table):
-    missing = sorted(n for n, p in ALL_PRIMITIVES.items() if p not in RULE_TABLES[table])
-    assert not missing, f"no {table} entry for {missing}"
-    missing_cf = sorted(p.name for p in CONTROL_FLOW if p not in RULE_TABLES[table])
-    assert not missing_cf, f"no {table} entry for {missing_cf}"
-    # `jit` too: eval_jaxpr and typecheck_jaxpr take a program as traced, calls and all. It
-    # is the one primitive with no code-generation rule (tests/test_codegen.py does not ask
-    # for one): the optimizer inlines it, see test_primitives_removed_before_codegen.
-    missing_removed = sorted(p.name for p in REMOVED_BEFORE_CODEGEN if p not in RULE_TABLES[table])
-    assert not missing_removed, f"no {table} entry for {missing_removed}"
+    rules = _every_table()[table]
+    wanted = {*ALL_PRIMITIVES.values(), *CONTROL_FLOW}
+    # `jit` too, but not for code generation: eval_jaxpr and typecheck_jaxpr take a program
+    # as traced, calls and all, while the optimizer inlines every call before codegen (see
+    # test_primitives_removed_before_codegen).
+    if table != "numba_rules":
+        wanted |= REMOVED_BEFORE_CODEGEN
+    missing = sorted(p.name for p in wanted if p not in rules)
+    assert not missing, f"no {table} entry for {missing}: add one in {WHERE[table]}"
+
+
+def test_every_primitive_has_a_lax_wrapper():
+    """The strict, user-facing function that binds it: `lax.add` binds `add_p`."""
+    import inspect
+
+    from minijit import primitives
+    from minijit.lax import ops
+
+    source = inspect.getsource(ops)
+    names = {p: n for n, p in vars(primitives).items() if n.endswith("_p")}
+    missing = sorted(p.name for p in ALL_PRIMITIVES.values() if f"P.{names[p]}" not in source)
+    assert not missing, f"no function in minijit/lax/ops.py binds {missing}"
 
 
 def test_tables_cover_the_same_primitives():
