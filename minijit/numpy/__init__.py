@@ -1,0 +1,130 @@
+"""`minijit.numpy` (imported as `mnp`): a `jax.numpy`-like subset of NumPy (chapters 02-04).
+
+Each function promotes dtypes and broadcasts shapes the way NumPy does, then calls the strict
+primitives of `minijit.lax`, so a traced function's Jaxpr shows every conversion explicitly.
+The same code runs eagerly outside `jit`: `bind` then evaluates on NumPy and returns `Array`s.
+As in JAX, only `asarray`/`array` convert lists and tuples: any other function given one as
+an array argument raises JAX's TypeError (`_edge._requires_arraylike`), eagerly and traced
+alike.
+
+Dtypes follow NumPy (float64 by default); float functions (`sqrt`, `exp`, `/`) turn ints into
+float64 where NumPy would sometimes choose float16 or float32.
+
+This file is the public namespace only; the code lives in modules named as in JAX's
+`jax/_src/numpy`, each importing only the ones listed before it:
+- `_edge.py`: what every public function is wrapped in (the list/tuple TypeError, and the API
+  boundary that hides minijit's frames from a learner's traceback);
+- `util.py`: what an argument becomes: `asarray`, `astype`, dtype promotion, broadcasting;
+- `ufuncs.py`: elementwise functions: arithmetic, comparisons, logical, `exp`, `where`, ...;
+- `lax_numpy.py`: shapes (`reshape`, `concatenate`, `stack`, ...) and array creation
+  (`zeros`, `arange`, `linspace`, `eye`, ...);
+- `reductions.py`: `sum`, `mean`, `var`, `argmax`, ..., and `dot` and `matmul`.
+Nothing in them imports this package.
+"""
+
+import numpy as np
+
+from minijit.array import Array
+from minijit.numpy.lax_numpy import (  # noqa: F401 - re-exported: the public namespace
+    arange,
+    concatenate,
+    expand_dims,
+    eye,
+    full,
+    full_like,
+    linspace,
+    ndim,
+    ones,
+    ones_like,
+    pad,
+    ravel,
+    reshape,
+    shape,
+    size,
+    squeeze,
+    stack,
+    transpose,
+    zeros,
+    zeros_like,
+)
+from minijit.numpy.reductions import (  # noqa: F401 - re-exported: the public namespace
+    amax,
+    amin,
+    argmax,
+    argmin,
+    dot,
+    matmul,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
+from minijit.numpy.ufuncs import (  # noqa: F401 - re-exported: the public namespace
+    abs,
+    absolute,
+    add,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    ceil,
+    clip,
+    cos,
+    divide,
+    equal,
+    exp,
+    expm1,
+    floor,
+    floor_divide,
+    greater,
+    greater_equal,
+    invert,
+    isnan,
+    less,
+    less_equal,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    mod,
+    multiply,
+    negative,
+    not_equal,
+    positive,
+    power,
+    remainder,
+    sign,
+    sin,
+    sqrt,
+    square,
+    subtract,
+    tan,
+    tanh,
+    true_divide,
+    where,
+)
+from minijit.numpy.util import (  # noqa: F401 - re-exported: the public namespace
+    array,
+    asarray,
+    astype,
+    broadcast_shapes,
+    broadcast_to,
+    result_type,
+)
+
+# dtype names, so `mnp.float32` works as in JAX
+bool_ = np.bool_
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float32, float64 = np.float32, np.float64
+pi, e, inf, nan = np.pi, np.e, np.inf, np.nan
+newaxis = None
+ndarray = Array
+dtype = np.dtype

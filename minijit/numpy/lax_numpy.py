@@ -1,0 +1,245 @@
+"""Shapes and array creation: `reshape`, `transpose`, `concatenate`, `stack`, `pad`, ...,
+and `full`, `zeros`, `arange`, `linspace`, `eye`, ... (as in JAX's `jax/_src/numpy/lax_numpy.py`).
+
+Shape functions move elements, they never compute with them (`shape`, `ndim` and `size` only
+look): each checks its arguments with NumPy's error messages, then calls a `lax` shape
+primitive; `reshape`, `transpose` and `squeeze` return their argument when there is nothing
+to do. Joining arrays (`concatenate`, `stack`) promotes them to one dtype first.
+
+Creation functions need concrete shapes, as in JAX, because a Jaxpr's shapes are static: a
+traced `shape`, `num`, `N` or `arange` bound is a ConcretizationTypeError (`_concrete_int`).
+Their values are computed with `lax` (`iota`, `broadcast_in_dim`) and `ufuncs`, so under `jit`
+they are equations of the Jaxpr, not constants.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+
+import numpy as np
+
+from minijit import dtypes, lax
+from minijit.core import Tracer
+from minijit.errors import ConcretizationTypeError
+from minijit.numpy._edge import api_edge
+from minijit.numpy.ufuncs import add, equal, floor, multiply, subtract, true_divide, where
+from minijit.numpy.util import (
+    _SCALARS,
+    _aval,
+    _axes,
+    _convert,
+    _operand,
+    _operand_array,
+    _promote,
+    _shape,
+    _stack,
+    astype,
+    broadcast_to,
+)
+
+# --------------------------------------------------------------------------- shapes
+
+
+def reshape(x, shape, order="C"):
+    if order != "C":
+        raise NotImplementedError("minijit's reshape supports order='C' only")
+    x = _operand_array(x)
+    shape = (shape,) if isinstance(shape, int) else tuple(operator.index(d) for d in shape)
+    size = _aval(x).size
+    if shape.count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+        shape = tuple(size // known if d == -1 else d for d in shape)
+    if math.prod(shape) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+    return x if _shape(x) == shape else lax.reshape(x, shape)
+
+
+def ravel(x):
+    return reshape(x, (-1,))
+
+
+def transpose(x, axes=None):
+    x = _operand_array(x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(
+        a % x.ndim for a in axes
+    )
+    return x if perm == tuple(range(x.ndim)) else lax.transpose(x, perm)
+
+
+def expand_dims(x, axis):
+    x = _operand_array(x)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    ndim = x.ndim + len(axes)
+    axes = sorted(a % ndim for a in axes)
+    shape, it = [], iter(_shape(x))
+    for i in range(ndim):
+        shape.append(1 if i in axes else next(it))
+    dims = [i for i in range(ndim) if i not in axes]
+    return lax.broadcast_in_dim(x, shape, dims)
+
+
+def squeeze(x, axis=None):
+    x = _operand_array(x)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(_shape(x)) if d == 1)
+    else:
+        axes = _axes(axis, x.ndim)
+        for a in axes:
+            if _shape(x)[a] != 1:
+                raise ValueError("cannot select an axis to squeeze out which has size "
+                                 "not equal to one")
+    return lax.squeeze(x, axes) if axes else x
+
+
+def concatenate(arrays: Sequence, axis=0):
+    arrays = [_operand_array(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
+    arrays = _promote(*arrays)
+    ndim = arrays[0].ndim
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    if any(a.ndim != ndim for a in arrays):
+        raise ValueError("all the input arrays must have the same number of dimensions")
+    axis = axis % ndim
+    for a in arrays[1:]:
+        for k, (d, d0) in enumerate(zip(_shape(a), _shape(arrays[0]))):
+            if k != axis and d != d0:
+                raise ValueError(
+                    "all the input array dimensions except for the concatenation axis must "
+                    f"match exactly, but along dimension {k}, the array at index 0 has size "
+                    f"{d0} and another array has size {d}")
+    return lax.concatenate(arrays, axis)
+
+
+def stack(arrays: Sequence, axis=0):
+    arrays = [_operand_array(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    return _stack(arrays, axis)  # in util, because `asarray` stacks too
+
+
+def pad(x, pad_width, mode="constant", constant_values=0):
+    if mode != "constant":
+        raise NotImplementedError(f"minijit's pad supports mode='constant' only, not {mode!r}")
+    x = _operand_array(x)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    if (widths < 0).any():
+        raise ValueError("index can't contain negative values")
+    value = _convert(_operand(constant_values), _aval(x).dtype, False)
+    if _aval(value).shape != ():
+        raise NotImplementedError("minijit's pad takes one scalar constant_values")
+    config = [(int(lo), int(hi), 0) for lo, hi in widths]
+    return lax.pad(x, _operand_array(value), config)
+
+
+def shape(x) -> tuple[int, ...]:
+    return _shape(_operand(x))
+
+
+def ndim(x) -> int:
+    return len(shape(x))
+
+
+def size(x) -> int:
+    return math.prod(shape(x))
+
+
+# --------------------------------------------------------------------------- creation
+
+
+def _concrete_int(x, fn: str, what: str) -> int:
+    if isinstance(x, Tracer):
+        raise ConcretizationTypeError(
+            f"mnp.{fn} needs a concrete {what}: shapes must be known while tracing, but it got "
+            f"a traced value ({x.aval.str_short()}). Mark the argument it comes from static "
+            "(static_argnums / static_argnames), or pass a Python int."
+        )
+    return operator.index(x)
+
+
+def _shape_arg(shape, fn: str) -> tuple[int, ...]:
+    if isinstance(shape, (int, Tracer, np.integer)):
+        shape = (shape,)
+    return tuple(_concrete_int(d, fn, "shape") for d in shape)
+
+
+def full(shape, fill_value, dtype=None):
+    shape = _shape_arg(shape, "full")
+    fill = _operand(fill_value)
+    if dtype is not None:
+        fill = _convert(fill, dtypes.canonicalize(dtype), False)
+    elif isinstance(fill, _SCALARS):
+        fill = _convert(fill, dtypes.python_scalar_dtype(fill), False)
+    return broadcast_to(_operand_array(fill), shape) if shape else _operand_array(fill)
+
+
+def zeros(shape, dtype=None):
+    return full(shape, 0, dtypes.canonicalize(dtype or dtypes.float_))
+
+
+def ones(shape, dtype=None):
+    return full(shape, 1, dtypes.canonicalize(dtype or dtypes.float_))
+
+
+def full_like(x, fill_value, dtype=None):
+    return full(shape(x), fill_value, dtype or _aval(_operand(x)).dtype)
+
+
+def zeros_like(x, dtype=None):
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x, dtype=None):
+    return full_like(x, 1, dtype)
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    for v, what in ((start, "start"), (stop, "stop"), (step, "step")):
+        if isinstance(v, Tracer):
+            _concrete_int(v, "arange", what)
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    ref = np.arange(start, stop, step)  # NumPy decides length and dtype of the result
+    target = dtypes.canonicalize(dtype or ref.dtype)
+    ramp = lax.iota(target if target.kind in "iu" else ref.dtype, len(ref))
+    if start == 0 and step == 1:
+        return astype(ramp, target)
+    out = add(multiply(ramp, ref.dtype.type(step)), ref.dtype.type(start))
+    return astype(out, target)
+
+
+def linspace(start, stop, num=50, endpoint=True, dtype=None):
+    num = _concrete_int(num, "linspace", "num")
+    div = (num - 1) if endpoint else num
+    start, stop = _promote(start, stop, 0.0)[:2]
+    ramp = lax.iota(dtypes.float_, num)
+    step = true_divide(subtract(stop, start), max(div, 1))
+    out = add(multiply(ramp, step), start)
+    if endpoint and num > 1:
+        out = where(equal(ramp, float(num - 1)), broadcast_to(stop, (num,)), out)
+    target = dtypes.canonicalize(dtype or dtypes.float_)
+    if dtypes.is_int(target):
+        out = floor(out)
+    return astype(out, target)
+
+
+def eye(N, M=None, k=0, dtype=None):
+    N = _concrete_int(N, "eye", "N")
+    M = N if M is None else _concrete_int(M, "eye", "M")
+    rows = lax.broadcasted_iota(np.int64, (N, M), 0)
+    cols = lax.broadcasted_iota(np.int64, (N, M), 1)
+    return astype(equal(add(rows, k), cols), dtype or dtypes.float_)
+
+
+# Keep last: every public function above becomes a checked API boundary (see _edge).
+api_edge(globals())

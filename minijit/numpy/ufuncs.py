@@ -1,0 +1,287 @@
+"""Elementwise functions, NumPy's ufuncs: arithmetic, comparisons, bitwise and logical
+operations, unary float functions, and `where`/`clip` (as JAX's `jax/_src/numpy/ufuncs.py`).
+
+Each one takes its operands through `util` (`_operand`, `_promote`, `_broadcast`), then calls
+strict `lax` primitives (usually one), so the result's dtype and shape are NumPy's and the
+Jaxpr holds every conversion. Where NumPy and JAX differ, these follow JAX (weak types, an int
+beyond a comparison's dtype wraps around); the docstrings and comments say where.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minijit import dtypes, lax
+from minijit.core import is_tracing
+from minijit.numpy._edge import api_edge
+from minijit.numpy.util import (
+    _SCALARS,
+    _aval,
+    _broadcast,
+    _convert,
+    _operand,
+    _operand_array,
+    _promote,
+    _promoted_type,
+    _shape,
+    broadcast_shapes,
+    broadcast_to,
+)
+
+
+def _binary(fn, x, y):
+    return fn(*_broadcast(*_promote(x, y)))
+
+
+def add(x, y):
+    return _binary(lax.add, x, y)
+
+
+def subtract(x, y):
+    return _binary(lax.sub, x, y)
+
+
+def multiply(x, y):
+    return _binary(lax.mul, x, y)
+
+
+def true_divide(x, y):
+    xs = [_operand(x), _operand(y)]
+    dtype, weak = _promoted_type(xs)
+    target = dtypes.float_result(dtype)
+    # Straight to the float dtype: through the int one, `uint8_array / 256` would need 256 as
+    # a uint8 (an OverflowError, or 0 when 256 is a traced argument, so inf).
+    x, y = (_convert(v, target, weak) for v in xs)
+    return lax.div(*_broadcast(x, y))
+
+
+divide = true_divide
+
+
+def _no_bool(*xs):
+    """NumPy's // % ** on two bools compute in int8."""
+    if all(_aval(x).dtype == dtypes.bool_ for x in xs):
+        return [_convert(x, np.dtype(np.int8), False) for x in xs]
+    return list(xs)
+
+
+def floor_divide(x, y):
+    return lax.floor_divide(*_broadcast(*_no_bool(*_promote(x, y))))
+
+
+def remainder(x, y):
+    return lax.rem(*_broadcast(*_no_bool(*_promote(x, y))))
+
+
+mod = remainder
+
+
+def power(x, y):
+    if isinstance(y, int) and not isinstance(y, bool) and not isinstance(x, _SCALARS):
+        x = _operand(x)
+        if _aval(x).dtype == dtypes.bool_:
+            x = _convert(x, np.dtype(np.int8), False)
+        if y < 0 and dtypes.is_int(_aval(x).dtype):
+            # NumPy's error; JAX raises a TypeError with the same meaning.
+            raise ValueError("Integers to negative integer powers are not allowed.")
+        return lax.integer_pow(x, y)
+    x, y = _broadcast(*_no_bool(*_promote(x, y)))
+    if not is_tracing() and dtypes.is_int(_aval(y).dtype) and np.any(np.asarray(y) < 0):
+        # NumPy's error, where the values are known. Inside jit they are data, and every
+        # backend gives a value instead (see `_power` in interpret.py).
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    return lax.pow(x, y)
+
+
+def maximum(x, y):
+    return _binary(lax.max, x, y)
+
+
+def minimum(x, y):
+    return _binary(lax.min, x, y)
+
+
+def _wrap_int(value: int, dtype: np.dtype) -> int:
+    """`value` wrapped around into the range of the integer `dtype` (two's complement).
+
+    Like a Python int passed to jit (and as in JAX), it must fit int64 in the first place."""
+    dtypes.python_scalar_dtype(value)  # the OverflowError if it does not
+    bits = 8 * dtype.itemsize
+    value %= 2**bits
+    return value - 2**bits if dtype.kind == "i" and value >= 2 ** (bits - 1) else value
+
+
+def _compare(fn, x, y):
+    """A comparison. A Python int that does not fit the other operand's integer dtype wraps
+    around into it first, as in JAX: `uint8_array > -1` compares with 255 (all False).
+    (NumPy 2 compares such ints exactly; minijit follows JAX, so that the int behaves the same
+    closed over as passed to jit, where it is converted as a weakly typed int64.)"""
+    xs = [_operand(x), _operand(y)]
+    target, weak = _promoted_type(xs)
+    if not weak and target.kind in "iu":
+        info = np.iinfo(target)
+        xs = [_wrap_int(v, target) if type(v) is int and not info.min <= v <= info.max else v
+              for v in xs]
+    return _binary(fn, *xs)
+
+
+def equal(x, y):
+    return _compare(lax.eq, x, y)
+
+
+def not_equal(x, y):
+    return _compare(lax.ne, x, y)
+
+
+def less(x, y):
+    return _compare(lax.lt, x, y)
+
+
+def less_equal(x, y):
+    return _compare(lax.le, x, y)
+
+
+def greater(x, y):
+    return _compare(lax.gt, x, y)
+
+
+def greater_equal(x, y):
+    return _compare(lax.ge, x, y)
+
+
+def bitwise_and(x, y):
+    return _binary(lax.bitwise_and, x, y)
+
+
+def bitwise_or(x, y):
+    return _binary(lax.bitwise_or, x, y)
+
+
+def bitwise_xor(x, y):
+    return _binary(lax.bitwise_xor, x, y)
+
+
+def invert(x):
+    return lax.bitwise_not(_operand_array(x))
+
+
+bitwise_not = invert
+
+
+def _as_bool(x):
+    x = _operand(x)
+    if isinstance(x, _SCALARS):
+        dtypes.python_scalar_dtype(x)  # an int beyond int64 is an OverflowError, as in JAX
+        return bool(x)
+    return x if _aval(x).dtype == dtypes.bool_ else not_equal(x, _zero_like(x))
+
+
+def _zero_like(x):
+    return _aval(x).dtype.type(0)
+
+
+def logical_and(x, y):
+    return lax.bitwise_and(*_broadcast(*_promote(_as_bool(x), _as_bool(y))))
+
+
+def logical_or(x, y):
+    return lax.bitwise_or(*_broadcast(*_promote(_as_bool(x), _as_bool(y))))
+
+
+def logical_xor(x, y):
+    return lax.bitwise_xor(*_broadcast(*_promote(_as_bool(x), _as_bool(y))))
+
+
+def logical_not(x):
+    return lax.bitwise_not(_operand_array(_as_bool(x)))
+
+
+def negative(x):
+    return lax.neg(_operand_array(x))
+
+
+def positive(x):
+    return _operand_array(x)
+
+
+def absolute(x):
+    x = _operand_array(x)
+    return x if _aval(x).dtype.kind in "bu" else lax.abs(x)
+
+
+abs = absolute  # noqa: A001
+
+
+def sign(x):
+    return lax.sign(_operand_array(x))
+
+
+def floor(x):
+    x = _operand_array(x)  # ints and bools are their own floor, and keep their dtype (JAX)
+    return x if _aval(x).dtype.kind in "biu" else lax.floor(x)
+
+
+def ceil(x):
+    x = _operand_array(x)
+    return x if _aval(x).dtype.kind in "biu" else lax.ceil(x)
+
+
+def _float_unary(fn):
+    def wrapped(x):
+        x = _operand_array(x)
+        aval = _aval(x)
+        return fn(_convert(x, dtypes.float_result(aval.dtype), aval.weak_type))
+
+    wrapped.__name__ = fn.__name__
+    wrapped.__doc__ = f"Elementwise {fn.__name__}; ints and bools compute in float64."
+    return wrapped
+
+
+exp = _float_unary(lax.exp)
+log = _float_unary(lax.log)
+log1p = _float_unary(lax.log1p)
+expm1 = _float_unary(lax.expm1)
+sin = _float_unary(lax.sin)
+cos = _float_unary(lax.cos)
+tan = _float_unary(lax.tan)
+tanh = _float_unary(lax.tanh)
+sqrt = _float_unary(lax.sqrt)
+
+
+def square(x):
+    return power(_operand_array(x), 2)  # power computes bools in int8, as NumPy does
+
+
+def isnan(x):
+    x = _operand_array(x)
+    return not_equal(x, x)
+
+
+def clip(x, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002 - NumPy's names
+    lo = min if min is not None else a_min
+    hi = max if max is not None else a_max
+    out = _operand_array(x)
+    if lo is not None:
+        out = maximum(out, lo)
+    if hi is not None:
+        out = minimum(out, hi)
+    return out
+
+
+def where(condition, x=None, y=None):
+    """`x` where `condition` else `y`; both are computed (see lax.cond to compute one)."""
+    if x is None or y is None:
+        raise NotImplementedError(
+            "mnp.where(condition) with one argument returns data-dependent shapes, which "
+            "cannot be traced; use the three-argument form mnp.where(condition, x, y)"
+        )
+    c = _as_bool(condition)
+    x, y = _promote(x, y)
+    c, x, y = _broadcast(c, x, y)
+    shape = broadcast_shapes(_shape(c), _shape(x), _shape(y))
+    x, y = broadcast_to(x, shape), broadcast_to(y, shape)
+    return lax.select(_operand_array(c), x, y)
+
+
+# Keep last: every public function above becomes a checked API boundary (see _edge).
+api_edge(globals())

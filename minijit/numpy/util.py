@@ -1,0 +1,198 @@
+"""What an argument becomes: conversion to an operand, dtype promotion, broadcasting.
+
+The modules of functions (`ufuncs`, `lax_numpy`, `reductions`) all build on this one, as JAX's
+build on `jax/_src/numpy/util.py`:
+- `_operand` turns an argument into an operand: arrays and tracers pass through, Python
+  scalars stay Python scalars (weakly typed), anything else converts with `asarray`;
+- `_promote` gives operands their common dtype (`dtypes.result_type`, NumPy 2's rules), with a
+  `convert_element_type` equation only where an operand's dtype changes;
+- `_broadcast` gives them their common shape, with a `broadcast_in_dim` equation only where
+  an operand's shape changes (a scalar stays a scalar: primitives accept one);
+- `_axes` normalizes an `axis` argument (for the reductions and `squeeze`).
+So the primitives in `minijit.lax` stay strict, and a Jaxpr shows every conversion.
+
+`asarray` is the one public function that converts lists and tuples (see `_edge`). It stacks
+a list that holds tracers (`_stack`), so stacking lives here, not in `lax_numpy`.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from minijit import dtypes, lax
+from minijit.array import Array, wrap
+from minijit.core import Tracer, get_aval, is_tracing
+from minijit.errors import user_line
+from minijit.numpy._edge import api_edge
+
+_SCALARS = (bool, int, float)
+
+
+def _reject_masked(x) -> None:
+    """A masked array would lose its mask in np.asarray: say so instead of dropping it."""
+    if isinstance(x, np.ma.MaskedArray):
+        where = user_line()
+        raise TypeError(
+            "an argument of a minijit.numpy function is a masked array (np.ma.MaskedArray); "
+            "minijit arrays have no mask (neither do JAX's), and converting it would silently "
+            "drop the mask. Pass `x.filled(value)` to choose what the masked entries hold, or "
+            "`np.asarray(x)` to use the data underneath." + (f"\n  at {where}" if where else "")
+        )
+
+
+def asarray(x, dtype=None):
+    """An array (or tracer) for `x`; nested lists containing tracers are stacked."""
+    _reject_masked(x)
+    if isinstance(x, (Tracer, Array)):  # an Array keeps its weak type, as in JAX
+        return x if dtype is None else astype(x, dtype)
+    if isinstance(x, (list, tuple)) and any(isinstance(leaf, Tracer) for leaf in _flat(x)):
+        return _stack([asarray(v, dtype) for v in x], 0)
+    out = np.asarray(x, dtype=None if dtype is None else dtypes.canonicalize(dtype))
+    if out.dtype == np.float16 or out.dtype.kind in "OUSc":
+        raise TypeError(f"minijit does not support arrays of dtype {out.dtype}")
+    dtypes.canonicalize(out.dtype)
+    return wrap(out)
+
+
+array = asarray
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            yield from _flat(v)
+    else:
+        yield x
+
+
+def _operand(x):
+    """Arrays and tracers pass through; Python scalars stay (weakly typed); the rest converts."""
+    _reject_masked(x)
+    if isinstance(x, np.generic):
+        x = np.asarray(x)
+    if isinstance(x, np.ndarray) and not isinstance(x, Array) and not is_tracing():
+        return wrap(x)  # eagerly, even a no-op (`reshape` to the same shape) returns an Array
+    if isinstance(x, (Tracer, np.ndarray)) or isinstance(x, _SCALARS):
+        return x
+    return asarray(x)
+
+
+def _operand_array(x):
+    x = _operand(x)
+    return np.asarray(x) if isinstance(x, _SCALARS) else x
+
+
+def _aval(x):
+    return get_aval(x)
+
+
+def astype(x, dtype):
+    x = _operand_array(x)
+    target = dtypes.canonicalize(dtype)
+    if _aval(x).dtype == target and not _aval(x).weak_type:
+        return x
+    return lax.convert_element_type(x, target)
+
+
+def _convert(x, target: np.dtype, weak: bool):
+    """Give `x` dtype `target` (a conversion equation only where one is needed)."""
+    if isinstance(x, _SCALARS):
+        if weak:  # stays a Python scalar of the right kind, so the result stays weak
+            return {"b": bool, "i": int, "u": int, "f": float}[target.kind](x)
+        return target.type(x)  # NumPy raises OverflowError if it does not fit, as NumPy does
+    aval = _aval(x)
+    if aval.dtype == target:
+        return x
+    return lax.convert_element_type(x, target, weak_type=weak)
+
+
+def _promoted_type(operands) -> tuple[np.dtype, bool]:
+    """`(dtype, weak_type)` that `operands` (already through `_operand`) promote to."""
+    return dtypes.result_type(*[(_aval(x).dtype, _aval(x).weak_type) for x in operands])
+
+
+def _promote(*xs):
+    xs = [_operand(x) for x in xs]
+    target, weak = _promoted_type(xs)
+    return [_convert(x, target, weak) for x in xs]
+
+
+def result_type(*xs):
+    return _promoted_type([_operand(x) for x in xs])[0]
+
+
+def _shape(x) -> tuple[int, ...]:
+    return _aval(x).shape
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        where = user_line()  # the learner's line: under jit the traceback is mostly minijit
+        raise ValueError(
+            "operands could not be broadcast together with shapes "
+            + " ".join(str(tuple(s)) for s in shapes)
+            + (f"\n  at {where}" if where else "")
+        ) from None
+
+
+def broadcast_to(x, shape):
+    x = _operand(x)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    old = _shape(x)
+    if old == shape:
+        return x
+    if len(old) > len(shape) or any(
+        o not in (1, n) for o, n in zip(old[::-1], shape[::-1])
+    ):
+        raise ValueError(f"cannot broadcast an array of shape {old} to shape {shape}")
+    if isinstance(x, _SCALARS):
+        x = np.asarray(x)
+    dims = tuple(range(len(shape) - len(old), len(shape)))
+    return lax.broadcast_in_dim(x, shape, dims)
+
+
+def _broadcast(*xs):
+    """Broadcast to a common shape; scalars stay scalars (primitives accept them as such)."""
+    shape = broadcast_shapes(*[_shape(x) for x in xs])
+    return [x if _shape(x) in ((), shape) else broadcast_to(x, shape) for x in xs]
+
+
+def _axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def _stack(arrays, axis: int):
+    """Arrays of one shape (already through `_operand_array`) joined along a new `axis`: each
+    gets a unit axis there (`broadcast_in_dim`), then they promote and concatenate.
+
+    `lax_numpy.stack` is this after its argument checks. It is written here, on `lax` rather
+    than with `expand_dims` and `concatenate`, because `asarray` stacks a list that holds
+    tracers, and `lax_numpy` converts its arguments with this module: `lax_numpy` builds on
+    `util`, never the other way round."""
+    if len({_shape(a) for a in arrays}) > 1:
+        raise ValueError("all input arrays must have the same shape")
+    shape = list(_shape(arrays[0]))
+    axis = axis % (len(shape) + 1)
+    shape.insert(axis, 1)
+    dims = [i for i in range(len(shape)) if i != axis]
+    return lax.concatenate(_promote(*[lax.broadcast_in_dim(a, shape, dims) for a in arrays]),
+                           axis)
+
+
+# Keep last: every public function above becomes a checked API boundary (see _edge).
+api_edge(globals())
