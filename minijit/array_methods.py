@@ -123,10 +123,19 @@ _SCALAR_OPERATORS = {  # NumPy routes `np.float32(2) * x` here, as the ufunc `mu
 }
 
 
+def _refuse_out(kwargs) -> None:
+    """`np.add(x, 1, out=x)` would write into an immutable array: refuse, as JAX does."""
+    out = kwargs.get("out")
+    if any(isinstance(o, Array) for o in (out if isinstance(out, tuple) else (out,))):
+        raise TypeError("minijit arrays are immutable: NumPy cannot write into one with "
+                        "out=...; use the array the function returns")
+
+
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """NumPy's ufuncs compute on the data and return NumPy arrays, as they do for JAX
     arrays; but `np.float32(2) * x`, which NumPy turns into a ufunc call before `x` can
     answer, is the operator, so it is minijit's."""
+    _refuse_out(kwargs)
     if (method == "__call__" and not kwargs and ufunc in _SCALAR_OPERATORS and len(inputs) == 2
             and any(isinstance(i, np.generic) for i in inputs)):
         return _SCALAR_OPERATORS[ufunc](*inputs)
@@ -136,6 +145,7 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
 def _array_function(self, func, types, args, kwargs):
     """NumPy's functions (`np.isclose(x, y)`, `np.concatenate([x, y])`) see plain ndarrays,
     so their insides run on NumPy's rules, not on the operators above."""
+    _refuse_out(kwargs)
     return func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
 
 
@@ -148,6 +158,27 @@ def _setitem(self, index, value):
         + (f"\n  at {where}" if where else "")
     )
 
+
+def _mutator(name: str, fix: str):
+    """An ndarray method that would change the array in place, refused with `fix`."""
+
+    def refused(self, *args, **kwargs):
+        raise TypeError(f"minijit arrays are immutable: x.{name}(...) would change x in "
+                        f"place; {fix}")
+
+    refused.__name__ = name
+    return refused
+
+
+_MUTATORS = {  # ndarray's in-place methods, which an immutable array does not have
+    "fill": "use mnp.full_like(x, value)",
+    "sort": "use np.sort(x), which returns a sorted NumPy copy",
+    "partition": "use np.partition(x, k), which returns a NumPy copy",
+    "put": "use x.at[indices].set(values)",
+    "resize": "use mnp.reshape(x, shape) (or np.resize(x, shape) for a NumPy copy)",
+    "setfield": "make a NumPy copy with np.array(x)",
+    "itemset": "use x.at[index].set(value)",
+}
 
 _METHODS = {
     "__getitem__": api_boundary(_getitem),
@@ -173,5 +204,7 @@ for _cls in (Tracer, Array):
     _cls.T = property(lambda self: mnp.transpose(self))
     _cls.at = property(lambda self: indexing.IndexUpdateHelper(self))
 Array.__iter__ = _iter
+for _name, _fix in _MUTATORS.items():
+    setattr(Array, _name, _mutator(_name, _fix))
 Array.__array_ufunc__ = _array_ufunc
 Array.__array_function__ = _array_function

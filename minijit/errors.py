@@ -23,6 +23,8 @@ import sys
 import types
 from collections.abc import Callable
 
+from minijit.config import config
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -153,8 +155,6 @@ def _hide_internal_frames(e: BaseException) -> None:
 
 
 def _filtering_enabled() -> bool:
-    from minijit.config import config  # config imports nothing from minijit: no cycle
-
     mode = config.traceback_filtering
     return bool(mode) and mode != "off"
 

@@ -118,6 +118,7 @@ def _integer_pow(x, *, y):
 _BINARY = {
     P.add_p: np.add, P.sub_p: np.subtract, P.mul_p: np.multiply, P.div_p: np.true_divide,
     P.floor_divide_p: np.floor_divide, P.remainder_p: np.remainder, P.pow_p: _power,
+    P.atan2_p: np.arctan2,
     P.max_p: _maximum, P.min_p: _minimum, P.and_p: np.bitwise_and, P.or_p: np.bitwise_or,
     P.xor_p: np.bitwise_xor, P.eq_p: np.equal, P.ne_p: np.not_equal, P.lt_p: np.less,
     P.le_p: np.less_equal, P.gt_p: np.greater, P.ge_p: np.greater_equal,

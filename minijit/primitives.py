@@ -18,7 +18,8 @@ message that names the place:
    for an elementwise primitive, else a `Statements` rule (`codegen/array_rules.py`)
    (test_rules.py::test_every_primitive_has_a_rule[numba_rules]);
 5. `lax/ops.py`: the strict wrapper that binds it (test_every_primitive_has_a_lax_wrapper),
-   and a `minijit.numpy` function where NumPy has one;
+   and a `minijit.numpy` function where NumPy has one (`numpy/ufuncs.py` for an elementwise
+   one; defining it there makes it public);
 6. tests/catalogue.py: a program that uses it, run eagerly, by `eval_jaxpr` and by every
    backend against NumPy (test_every_primitive_is_exercised_by_the_catalogue).
 """
@@ -141,6 +142,7 @@ div_p = _binary("div", FLOAT)
 floor_divide_p = _binary("floor_divide", NUMERIC)  # NumPy's //: rounds toward -inf
 remainder_p = _binary("remainder", NUMERIC)  # NumPy's %: sign of the divisor
 pow_p = _binary("pow", NUMERIC)
+atan2_p = _binary("atan2", FLOAT)
 max_p = _binary("max", ANY, commutative=True)  # NaN-propagating, like np.maximum
 min_p = _binary("min", ANY, commutative=True)
 and_p = _binary("and", INTEGRAL, commutative=True)

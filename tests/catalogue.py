@@ -252,6 +252,8 @@ program("dtype_mixed_arrays", lambda xnp, i, f, b, u: (i + f, i * b, b + b, u + 
 program("dtype_int8_uint8_promote", lambda xnp, a, b: (a + b, a * b, b - a),
         lambda rng: (rng.integers(-5, 5, 4).astype(np.int8),
                      rng.integers(0, 9, 4).astype(np.uint8)))
+program("arctan2", lambda xnp, y, x: (xnp.arctan2(y, x), xnp.arctan2(y, 2.0)),
+        lambda rng: (rng.standard_normal(5), rng.standard_normal(5)))
 program("dtype_float_functions_of_ints",
         lambda xnp, i32, i8, b, i16, u8: (xnp.sin(i32), xnp.sqrt(i8), xnp.exp(b), i8 / i8,
                                           xnp.mean(i8), xnp.mean(b), xnp.log(i16),

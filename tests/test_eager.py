@@ -174,6 +174,28 @@ def test_numpy_functions_see_plain_arrays():
     assert isinstance(np.float64(2) * x, mj.Array)  # the operator, through the scalar's ufunc
 
 
+def test_numpy_cannot_write_into_an_array():
+    x = mnp.arange(3.0)
+    with pytest.raises(TypeError, match="immutable"):
+        np.add(x, 1.0, out=x)
+    with pytest.raises(TypeError, match="immutable"):
+        np.clip(x, 0.0, 1.0, out=x)
+    np.testing.assert_array_equal(x, [0.0, 1.0, 2.0])
+    out = np.empty(3)
+    np.add(x, 1.0, out=out)  # into a NumPy array of one's own: fine
+    np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.fill(0.0), lambda x: x.sort(), lambda x: x.put([0], [9.0]),
+    lambda x: x.resize(2), lambda x: x.partition(1)])
+def test_in_place_methods_are_refused_with_a_fix(call):
+    x = mnp.asarray([3.0, 1.0, 2.0])
+    with pytest.raises(TypeError, match="immutable.*in place; use"):
+        call(x)
+    np.testing.assert_array_equal(x, [3.0, 1.0, 2.0])
+
+
 def test_a_leaked_tracer_used_eagerly_is_named():
     leaked = []
     mj.jit(lambda a: leaked.append(a) or a)(np.ones(2))

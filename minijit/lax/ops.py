@@ -89,6 +89,10 @@ def mul(x, y):
     return bind(P.mul_p, x, y)
 
 
+def atan2(x, y):
+    return bind(P.atan2_p, x, y)
+
+
 def div(x, y):
     return bind(P.div_p, x, y)
 

@@ -59,13 +59,17 @@ def _requires_arraylike(fn):
 
 def api_edge(namespace: dict) -> None:
     """Wrap each public function the module `namespace` (its `globals()`) defines, in place:
-    `_requires_arraylike`, then `api_boundary` outermost. Call it last in the module, once
-    every public function is defined."""
+    `_requires_arraylike`, then `api_boundary` outermost; and list them, aliases included, as
+    the module's `__all__`, which is what `minijit/numpy/__init__.py` re-exports (so a new
+    function is public once it is defined). Call it last in the module."""
     checked: dict[int, object] = {}  # aliases (`divide = true_divide`) stay one object
+    public = []
     for name, value in list(namespace.items()):
         if (not name.startswith("_") and inspect.isfunction(value)
                 and value.__module__ == namespace["__name__"]):
             namespace[name] = checked.setdefault(id(value), _requires_arraylike(value))
+            public.append(name)
+    namespace["__all__"] = sorted(public)
     # Every public function becomes an API boundary, so an error raised inside one shows the
     # learner's frames only (errors.api_boundary).
     api_boundaries(namespace)

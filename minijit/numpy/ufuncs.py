@@ -58,6 +58,14 @@ def true_divide(x, y):
 divide = true_divide
 
 
+def arctan2(x, y):
+    """Elementwise arctan(x / y) in the right quadrant; ints and bools compute in float64."""
+    xs = [_operand(x), _operand(y)]
+    dtype, weak = _promoted_type(xs)
+    target = dtypes.float_result(dtype)
+    return lax.atan2(*_broadcast(*(_convert(v, target, weak) for v in xs)))
+
+
 def _no_bool(*xs):
     """NumPy's // % ** on two bools compute in int8."""
     if all(_aval(x).dtype == dtypes.bool_ for x in xs):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from minijit.ir import Atom, ClosedJaxpr, Eqn, Jaxpr, Var
+from minijit.ir import Atom, ClosedJaxpr, Eqn, Jaxpr, Var, subjaxprs
 
 
 class Substitution:
@@ -53,8 +53,6 @@ def has_effects(eqn: Eqn) -> bool:
     """True if running `eqn` does something besides computing its outputs (debug.print)."""
     if eqn.primitive.effectful:
         return True
-    from minijit.ir import subjaxprs
-
     return any(has_effects(e) for j in subjaxprs(eqn) for e in j.eqns)
 
 
