@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from minijit import dtypes, errors
+from minijit.array import Array
 from minijit.core import ShapedArray
 from minijit.tracing import Tracer
 from minijit.tree_util import PyTreeDef, tree_flatten_with_path, tree_unflatten
@@ -167,7 +168,7 @@ def leaf_aval(x, name: str, fun_name: str, tracers_ok: bool = False) -> tuple:
                 f"argument `{name}` of `{fun_name}` has dtype {x.dtype}, which minijit does not "
                 f"support; convert it, e.g. x.astype(np.float64)"
             )
-        return (x.shape, x.dtype, False)
+        return (x.shape, x.dtype, x.weak_type if isinstance(x, Array) else False)
     # before the Python scalars: np.float64 subclasses float, but is strongly typed
     if isinstance(x, np.generic) and x.dtype in dtypes.SHORT_NAMES:
         return ((), x.dtype, False)

@@ -16,6 +16,7 @@ and the same error messages (autodidax's EvalTrace).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,18 +83,23 @@ def get_aval(x: Any) -> ShapedArray:
     An eager `Array` keeps the weak type of the value it holds (`mnp.add(1, 2)` is weak, as
     the same sum is inside a trace); any other NumPy array is strongly typed."""
     if isinstance(x, np.ndarray):
-        if x.weak_type if isinstance(x, Array) else False:
-            return ShapedArray(x.shape, x.dtype, weak_type=True)
-        return ShapedArray(x.shape, x.dtype)
+        return _shaped(x.shape, x.dtype, x.weak_type if isinstance(x, Array) else False)
     if isinstance(x, np.generic):
-        return ShapedArray((), x.dtype)
+        return _shaped((), x.dtype, False)
     if isinstance(x, (bool, int, float)):
         # bool is not weak (it has no wider partner to adopt), as in JAX.
-        return ShapedArray((), dtypes.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
+        return _shaped((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
     aval = getattr(x, "aval", None)
     if isinstance(aval, ShapedArray):
         return aval
     raise TypeError(f"{type(x).__name__} is not an array type minijit understands")
+
+
+@functools.lru_cache(maxsize=4096)
+def _shaped(shape: tuple, dtype: np.dtype, weak_type: bool) -> ShapedArray:
+    """One shared ShapedArray per type: avals are immutable, and eager code asks for the
+    aval of the same few types on every operation."""
+    return ShapedArray(shape, dtype, weak_type)
 
 
 # --------------------------------------------------------------------------- primitives

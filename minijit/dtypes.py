@@ -1,9 +1,12 @@
 """Dtypes and type promotion (chapter 03).
 
-minijit follows NumPy's dtypes and NumPy 2's promotion rules (NEP 50), which agree with JAX's
-on the case that matters most: a Python scalar is *weakly typed* and takes the dtype of the
-array it meets (`int32_array * 2` stays int32, `int_array + 0.5` becomes float). Unlike JAX,
-the default float is float64 and the default int is int64, as in NumPy.
+minijit promotes as JAX does in its 64-bit mode (`jax_enable_x64`): the join in JAX's type
+promotion lattice (`result_type`), with float64 and int64 as the default float and int. A
+Python scalar is *weakly typed*: it takes the dtype of the array it meets (`int32_array * 2`
+stays int32, `float32_array * 2.5` stays float32), and a value computed only from weak values
+stays weak. Where JAX's lattice and NumPy 2's rules differ, JAX never widens past what the
+inputs ask for: `float32` with any int is float32 (NumPy: float64), and a weak int that does
+not fit the array's dtype wraps around (NumPy: OverflowError).
 
 Invariant: every dtype that reaches an abstract value is one of `SUPPORTED`.
 """
@@ -37,10 +40,6 @@ SHORT_NAMES: dict[np.dtype, str] = {
 float_ = np.dtype("float64")  # the default float, as in NumPy (JAX's is float32)
 int_ = np.dtype("int64")
 bool_ = np.dtype("bool")
-
-# The Python scalar that stands for each weak kind when we ask NumPy to promote.
-_WEAK_STANDIN = {"b": False, "i": 0, "u": 0, "f": 0.0}
-
 
 def canonicalize(dtype) -> np.dtype:
     """Turn anything NumPy understands as a dtype into a supported `np.dtype`, or raise."""
@@ -87,23 +86,58 @@ def python_scalar_dtype(value) -> np.dtype:
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
-def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
-    """Promote `(dtype, weak_type)` pairs; returns the result's `(dtype, weak_type)`.
+# JAX's type promotion lattice, restricted to minijit's dtypes, in JAX's 64-bit mode. Each
+# node lists the nodes directly above it; `i*` and `f*` are the weak int and weak float (a
+# Python scalar, or a value computed only from them). Promotion is the join: the least node
+# above both. (JAX's lattice also has f16, bf16 and complex above `f*`; minijit has none.)
+_LATTICE: dict[str, tuple[str, ...]] = {
+    "bool": ("i*",),
+    "i*": ("uint8", "int8"),
+    "uint8": ("int16", "uint16"), "uint16": ("int32", "uint32"),
+    "uint32": ("int64", "uint64"), "uint64": ("f*",),
+    "int8": ("int16",), "int16": ("int32",), "int32": ("int64",), "int64": ("f*",),
+    "f*": ("float32",), "float32": ("float64",), "float64": (),
+}
 
-    Strong dtypes promote as in NumPy; a weak one only contributes its kind (bool < int <
-    float), exactly as a Python scalar would in NumPy 2. The result is weak only if every
-    input is weak.
+
+def _above(node: str) -> frozenset[str]:
+    """`node` and every node above it in the lattice."""
+    seen, todo = {node}, [node]
+    while todo:
+        for up in _LATTICE[todo.pop()]:
+            if up not in seen:
+                seen.add(up)
+                todo.append(up)
+    return frozenset(seen)
+
+
+_ABOVE = {node: _above(node) for node in _LATTICE}
+
+
+def _node(dtype: np.dtype, weak: bool) -> str:
+    if weak and dtype.kind != "b":  # a bool is never weak: it has no narrower partner
+        return "f*" if dtype.kind == "f" else "i*"
+    return np.dtype(dtype).name
+
+
+def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
+    """Promote `(dtype, weak_type)` pairs as JAX does; returns the result's `(dtype, weak)`.
+
+    The result is the join of the inputs in JAX's lattice (`_LATTICE`). Unlike NumPy's rules
+    it never widens past what the inputs ask for: `float32` with any int is `float32`, and
+    `int64` with `uint64` is a weak float64 (NumPy: a strong float64). A weak result is
+    float64 or int64 (JAX's defaults in 64-bit mode), marked weak.
     """
-    strong = [dt for dt, weak in typed if not weak]
-    weak = [dt for dt, w in typed if w]
-    if not strong:
-        # All weak: the highest kind wins, at its default width, and stays weak.
-        kinds = {dt.kind for dt in weak}
-        for kind, default in (("f", float_), ("i", int_), ("u", int_), ("b", bool_)):
-            if kind in kinds:
-                return default, True
-    standins = [_WEAK_STANDIN[dt.kind] for dt in weak]
-    return canonicalize(np.result_type(*strong, *standins)), False
+    common = frozenset(_LATTICE)
+    for dt, weak in typed:
+        common &= _ABOVE[_node(dt, weak)]
+    # the least upper bound is the common node that every other common node is above
+    join = next(n for n in common if common <= _ABOVE[n])
+    if join == "i*":
+        return int_, True
+    if join == "f*":
+        return float_, True
+    return np.dtype(join), False
 
 
 def float_result(dtype: np.dtype) -> np.dtype:

@@ -92,6 +92,13 @@ class CacheEntry:
 
     def __post_init__(self):
         self.single = self.out_tree.kind == "leaf"  # one array out: no pytree to rebuild
+        # an output computed only from weakly typed values stays weak, as in JAX, so that
+        # `f(f(0))` finds the entry `f(0)` made
+        self.out_weak = tuple(a.weak_type for a in self.traced.out_avals)
+        self.single_strong = self.single and not self.out_weak[0]
+
+    def wrap_outputs(self, outs):
+        return tree_unflatten(self.out_tree, [wrap(o, w) for o, w in zip(outs, self.out_weak)])
 
 
 @dataclass
@@ -188,9 +195,9 @@ class JitFunction:
                     outs = entry.executable.fast_call(args)
                     entry.execute_s += perf_counter() - t0
                     entry.calls += 1
-                    if entry.single:
+                    if entry.single_strong:
                         return outs[0].view(Array)
-                    return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
+                    return entry.wrap_outputs(outs)
             return self._call(args, kwargs)
         except Exception as e:
             errors.leaving_minijit(e, sys._getframe(1))
@@ -217,7 +224,7 @@ class JitFunction:
         entry.calls += 1
         if any(donated):
             _mark_donated(split.leaves, donated)
-        return tree_unflatten(entry.out_tree, [wrap(o) for o in outs])
+        return entry.wrap_outputs(outs)
 
     def _stage(self, args, kwargs):
         """Trace `fun` into a sub-Jaxpr and stage one `jit` equation in the caller's program.
@@ -386,7 +393,8 @@ class Compiled:
         outs = self.executable(*leaves)
         if any(donated):
             _mark_donated(split.leaves, donated)
-        return tree_unflatten(traced.out_tree, [wrap(o) for o in outs])
+        weak = [a.weak_type for a in traced.jaxpr.out_avals]
+        return tree_unflatten(traced.out_tree, [wrap(o, w) for o, w in zip(outs, weak)])
 
     def as_text(self) -> str:
         return self.executable.as_text()
@@ -414,7 +422,8 @@ _overrides_open = config._overrides_open  # option -> open `config.override` blo
 
 
 def _fast_key(args) -> tuple | None:
-    """(shape, dtype) of each argument if all are C-contiguous arrays of rank >= 1, else None.
+    """(shape, dtype, weak type) of each argument if all are C-contiguous arrays of rank >= 1,
+    else None.
 
     Those calls need no argument conversion at all, so the fast path can skip it. The key
     holds the dtype itself, not `dtype.num`: `>f8` and `<f8` share a number but are different
@@ -425,7 +434,7 @@ def _fast_key(args) -> tuple | None:
         if (type(a) is not np.ndarray and type(a) is not Array) or not a.shape or not (
                 a.flags.c_contiguous):
             return None
-        key.append((a.shape, a.dtype))
+        key.append((a.shape, a.dtype, a.weak_type if type(a) is Array else False))
     return tuple(key)
 
 

@@ -248,7 +248,11 @@ program("dtype_mixed_arrays", lambda xnp, i, f, b, u: (i + f, i * b, b + b, u + 
                                                        u - b, xnp.maximum(u, f)),
         lambda rng: (rng.integers(-5, 5, 4).astype(np.int32),
                      rng.standard_normal(4).astype(np.float32), rng.random(4) < 0.5,
-                     rng.integers(0, 9, 4).astype(np.uint8)))
+                     rng.integers(0, 9, 4).astype(np.uint8)),
+        # JAX's lattice: int32 with float32 is float32 (NumPy: float64), so NumPy computes
+        # the first output at that dtype
+        reference=lambda i, f, b, u: (i.astype(np.float32) + f, i * b, b + b, u + i, f * b,
+                                      u - b, np.maximum(u, f)))
 program("dtype_int8_uint8_promote", lambda xnp, a, b: (a + b, a * b, b - a),
         lambda rng: (rng.integers(-5, 5, 4).astype(np.int8),
                      rng.integers(0, 9, 4).astype(np.uint8)))
@@ -323,7 +327,9 @@ program("matmul_int32", lambda xnp, a, b: a @ b,
                      rng.integers(-5, 5, (3, 4)).astype(np.int32)))
 program("matmul_int_float", lambda xnp, a, b: (a @ b, xnp.dot(b.T, a.T)),
         lambda rng: (rng.integers(-5, 5, (2, 3)).astype(np.int32),
-                     rng.standard_normal((3, 2)).astype(np.float32)))
+                     rng.standard_normal((3, 2)).astype(np.float32)),
+        reference=lambda a, b: (a.astype(np.float32) @ b,  # JAX: int32 @ float32 is float32
+                                np.dot(b.T, a.T.astype(np.float32))))
 
 # --------------------------------------------------------------------------- shapes
 

@@ -53,7 +53,7 @@ CASES = {
         """
         { lambda ; a:i32[3]. let
             b:i32[3] = mul a 2:i32[]
-            c:f64[3] = convert_element_type[new_dtype=float64 weak_type=False] b
+            c:f64[3] = convert_element_type[new_dtype=float64 weak_type=True] b
             d:f64[3] = add c 1.5:f64[]
           in (d,) }
         """,
@@ -106,10 +106,9 @@ CASES = {
         lambda x, y: x + y, (np.ones(3, np.int32), np.ones(3, np.float32)), {},
         """
         { lambda ; a:i32[3] b:f32[3]. let
-            c:f64[3] = convert_element_type[new_dtype=float64 weak_type=False] a
-            d:f64[3] = convert_element_type[new_dtype=float64 weak_type=False] b
-            e:f64[3] = add c d
-          in (e,) }
+            c:f32[3] = convert_element_type[new_dtype=float32 weak_type=False] a
+            d:f32[3] = add c b
+          in (d,) }
         """,
     ),
     "traced_index": (

@@ -1,14 +1,16 @@
 """`minijit.numpy` (imported as `mnp`): a `jax.numpy`-like subset of NumPy (chapters 02-04).
 
-Each function promotes dtypes and broadcasts shapes the way NumPy does, then calls the strict
-primitives of `minijit.lax`, so a traced function's Jaxpr shows every conversion explicitly.
+Each function promotes dtypes as JAX does (the join in JAX's lattice, `dtypes.result_type`)
+and broadcasts shapes as NumPy does, then calls the strict primitives of `minijit.lax`, so a
+traced function's Jaxpr shows every conversion explicitly.
 The same code runs eagerly outside `jit`: `bind` then evaluates on NumPy and returns `Array`s.
 As in JAX, only `asarray`/`array` convert lists and tuples: any other function given one as
 an array argument raises JAX's TypeError (`_edge._requires_arraylike`), eagerly and traced
 alike.
 
-Dtypes follow NumPy (float64 by default); float functions (`sqrt`, `exp`, `/`) turn ints into
-float64 where NumPy would sometimes choose float16 or float32.
+Defaults are JAX's in 64-bit mode (float64, int64); float functions (`sqrt`, `exp`, `/`) turn
+ints into float64, where NumPy sometimes chooses float16 or float32 (and JAX float32 for ints
+narrower than 64 bits).
 
 This file is the public namespace only; the code lives in modules named as in JAX's
 `jax/_src/numpy`, each importing only the ones listed before it:

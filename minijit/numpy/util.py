@@ -101,7 +101,11 @@ def _convert(x, target: np.dtype, weak: bool):
     if isinstance(x, _SCALARS):
         if weak:  # stays a Python scalar of the right kind, so the result stays weak
             return {"b": bool, "i": int, "u": int, "f": float}[target.kind](x)
-        return target.type(x)  # NumPy raises OverflowError if it does not fit, as NumPy does
+        if isinstance(x, int) and not isinstance(x, bool) and target.kind in "iu":
+            # JAX's behaviour for a weak int that does not fit: it wraps around into the
+            # target dtype (`int8_array + 300` adds 44), where NumPy raises OverflowError.
+            return np.asarray(x, dtypes.python_scalar_dtype(x)).astype(target)[()]
+        return target.type(x)
     aval = _aval(x)
     if aval.dtype == target:
         return x
