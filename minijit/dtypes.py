@@ -141,9 +141,12 @@ def result_type(*typed: tuple[np.dtype, bool]) -> tuple[np.dtype, bool]:
 
 
 def float_result(dtype: np.dtype) -> np.dtype:
-    """The dtype of a float function (`sqrt`, `exp`, `/`) applied to `dtype`.
-
-    Floats keep their width; bools and ints go to the default float. (NumPy would pick
-    float16 for int8 and bool; minijit, like JAX, picks the default float.)
+    """The dtype of a float function (`sqrt`, `exp`, `/`, `mean`) applied to `dtype`, as JAX
+    gives it: floats keep their width; int64 and uint64 go to float64; bool and the narrower
+    ints to float32, a float that holds all their values exactly (NumPy: float16 for int8 and
+    bool). A weak int is an int64, so it becomes float64 (and stays weak).
     """
-    return dtype if is_float(dtype) else float_
+    dtype = np.dtype(dtype)
+    if is_float(dtype):
+        return dtype
+    return float_ if dtype.itemsize == 8 else np.dtype("float32")

@@ -98,10 +98,11 @@ BACKENDS = ("interpreter", "numba")
 
 
 def _float_function(fn):
-    """minijit's float functions compute ints and bools in float64 (NumPy: float16/32)."""
+    """minijit's float functions compute ints and bools as JAX's do: in float32, or float64
+    for int64 and uint64 (NumPy: float16 for int8 and bool)."""
     def wrapped(x):
         if isinstance(x, np.ndarray | np.generic) and x.dtype.kind in "biu":
-            x = np.asarray(x, np.float64)
+            x = np.asarray(x, np.float64 if x.dtype.itemsize == 8 else np.float32)
         return fn(x)
 
     return wrapped

@@ -1,7 +1,8 @@
 """JAX's result dtype for every pair of minijit's dtypes: the table the promotion tests check.
 
 Measured with JAX 0.10.2 in 64-bit mode (`jax.config.update("jax_enable_x64", True)`) as the
-dtype of `jnp.add(a, b)` (`logical_or` for two bools), by `regenerate()` below. `int*` and
+dtype of `jnp.add(a, b)` (`logical_or` for two bools), by `regenerate()` below; `FLOAT_OF`,
+the dtype of a float function of each dtype, by `regenerate_float_of()`. `int*` and
 `float*` are weakly typed values (Python scalars); a result marked `*` is weakly typed.
 Regenerate after a JAX upgrade with `python tests/jax_promotion.py` in an environment that has
 JAX, and review the diff.
@@ -86,6 +87,28 @@ TABLE: dict[str, dict[str, str]] = {
 }
 
 
+# The dtype of a float function (`jnp.sqrt`) of each dtype, measured the same way.
+FLOAT_OF: dict[str, str] = {
+    "bool": "float32", "int8": "float32", "int16": "float32", "int32": "float32",
+    "int64": "float64", "uint8": "float32", "uint16": "float32", "uint32": "float32",
+    "uint64": "float64", "float32": "float32", "float64": "float64", "int*": "float64*",
+    "float*": "float64*",
+}
+
+
+def regenerate_float_of() -> dict[str, str]:  # pragma: no cover - needs JAX
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    out = {}
+    for a in (*DTYPES, *WEAK):
+        r = jnp.sqrt({"int*": 1, "float*": 1.0}.get(a) or jnp.ones((), a))
+        out[a] = r.dtype.name + ("*" if r.weak_type else "")
+    return out
+
+
 def regenerate() -> dict[str, dict[str, str]]:  # pragma: no cover - needs JAX
     import jax
 
@@ -109,3 +132,4 @@ if __name__ == "__main__":  # pragma: no cover
     import pprint
 
     pprint.pprint(regenerate(), width=100, sort_dicts=False)
+    pprint.pprint(regenerate_float_of(), width=100, sort_dicts=False)

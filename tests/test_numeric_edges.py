@@ -133,11 +133,12 @@ U8 = np.array([1, 128, 255], np.uint8)
 
 
 def test_uint8_divided_by_256():
-    # NumPy and JAX: [0.0039 0.5 0.996] (JAX in float32; minijit's float default is float64).
-    want = U8 / 256
+    # NumPy and JAX: [0.0039 0.5 0.996], NumPy in float64, JAX (and minijit) in float32.
+    want = (U8 / 256).astype(np.float32)
     assert_all_give(lambda x: mnp.true_divide(x, 256), (U8,), want)
     assert_all_give(lambda x, d: mnp.true_divide(x, d), (U8, 256), want)
-    assert_all_give(lambda x, d: mnp.true_divide(d, x), (U8, 256), 256 / U8)
+    assert_all_give(lambda x, d: mnp.true_divide(d, x), (U8, 256),
+                    (256 / U8).astype(np.float32))
 
 
 def test_uint8_compared_with_out_of_range_int_wraps_like_jax():

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jax_promotion import TABLE
+from jax_promotion import FLOAT_OF, TABLE
 
 import minijit as mj
 import minijit.numpy as mnp
@@ -86,10 +86,19 @@ def jax_type(*operands) -> tuple[np.dtype, bool]:
     return np.dtype({"int*": "int64", "float*": "float64"}.get(out, out)), weak
 
 
-def at_jax_type(*operands):
-    """The operands cast to JAX's result dtype, as NumPy arrays (a weak int that does not fit
-    wraps around, as in JAX)."""
-    target, _ = jax_type(*operands)
+def jax_float_type(*operands) -> np.dtype:
+    """The dtype JAX gives a float function (`/`, `sqrt`, `mean`) of these operands."""
+    dtype, weak = jax_type(*operands)
+    return np.dtype(FLOAT_OF["int*" if weak and dtype.kind != "f" else dtype.name].rstrip("*"))
+
+
+def at_jax_type(*operands, op: str = ""):
+    """The operands cast to the dtype JAX computes `op` in, as NumPy arrays: the promoted
+    dtype (a weak int that does not fit wraps around, as in JAX); for `/`, the float of
+    `jax_float_type`; for `//`, `%` and `**` of two bools, int32 (NumPy: int8)."""
+    target = jax_float_type(*operands) if op == "truediv" else jax_type(*operands)[0]
+    if op in ("floordiv", "mod", "pow") and target == np.bool_:
+        target = np.dtype(np.int32)
     out = []
     for x in operands:
         if isinstance(x, int) and not isinstance(x, bool) and target.kind in "iu":
@@ -99,11 +108,12 @@ def at_jax_type(*operands):
     return out
 
 
-def numpy_outcome(f, *args):
-    """NumPy's result dtype at JAX's promoted type, or the exception class NumPy raises."""
+def numpy_outcome(f, *args, op: str = ""):
+    """NumPy's result dtype at the type JAX computes `op` in, or the exception class NumPy
+    raises."""
     try:
         with np.errstate(all="ignore"):
-            return np.asarray(f(*at_jax_type(*args))).dtype
+            return np.asarray(f(*at_jax_type(*args, op=op))).dtype
     except (TypeError, ValueError, OverflowError) as e:
         return type(e)
 
@@ -193,7 +203,7 @@ def test_traced_binary_ops_promote_like_jax(name, np_op, mj_op):
     both raise)."""
     mismatches = []
     for a, b in PAIRS:
-        expected = numpy_outcome(np_op, _ones(a), _ones(b))
+        expected = numpy_outcome(np_op, _ones(a), _ones(b), op=name)
         try:
             got = traced_dtype(mj_op, _ones(a), _ones(b))
         except (TypeError, ValueError, OverflowError) as e:
@@ -208,16 +218,12 @@ def test_traced_binary_ops_promote_like_jax(name, np_op, mj_op):
 
 
 @pytest.mark.parametrize("name,np_fn,mj_fn", FLOAT_FUNCTIONS, ids=[f[0] for f in FLOAT_FUNCTIONS])
-def test_float_functions_keep_floats_and_give_float64_otherwise(name, np_fn, mj_fn):
+def test_float_functions_give_jax_float_types(name, np_fn, mj_fn):
     for dt in SUPPORTED:
         got = traced_dtype(mj_fn, _ones(dt))
-        numpy_dt = numpy_outcome(np_fn, _ones(dt))
-        if dt.kind == "f":
-            assert got == dt == numpy_dt
-        else:
-            # The deliberate difference: NumPy picks float16/float32 for small ints and bools.
-            assert got == np.float64
-            assert numpy_dt.kind == "f" and numpy_dt.itemsize <= 8
+        assert got == np.dtype(FLOAT_OF[dt.name]), f"{name}({dt.name}): {got}"
+    (aval,) = mj.make_jaxpr(mj_fn)(2).out_avals  # a Python int: a weak float64, as in JAX
+    assert (aval.dtype, aval.weak_type) == (np.dtype("float64"), name != "mean")
 
 
 # --------------------------------------------------------------------------- hypothesis
@@ -255,13 +261,14 @@ def test_array_with_python_scalar_eager(dt, scalar, op, scalar_first, data):
     x = data.draw(hnp.arrays(dt, hnp.array_shapes(max_dims=2, max_side=3),
                              elements=_small_elements(dt)))
     args = (scalar, x) if scalar_first else (x, scalar)
-    expected = numpy_outcome(np_op, *args)
+    expected = numpy_outcome(np_op, *args, op=name)
     if isinstance(expected, type):
         with pytest.raises(expected), np.errstate(all="ignore"):
             mj_op(*map(_as_mj, args))
         return
     with np.errstate(all="ignore"):
-        want = np_op(*at_jax_type(*args))  # a weak int that does not fit wraps, as in JAX
+        # a weak int that does not fit wraps, as in JAX
+        want = np_op(*at_jax_type(*args, op=name))
         got = mj_op(*map(_as_mj, args))
     assert isinstance(got, mj.Array)
     assert got.dtype == expected
@@ -282,7 +289,7 @@ def test_array_with_python_scalar_traced(dt_scalar, op, scalar_first):
     name, np_op, mj_op = op
     x = _ones(dt, 3)
     args = (scalar, x) if scalar_first else (x, scalar)
-    expected = numpy_outcome(np_op, *args)
+    expected = numpy_outcome(np_op, *args, op=name)
 
     def closed_over(x):
         return mj_op(scalar, x) if scalar_first else mj_op(x, scalar)
@@ -308,13 +315,13 @@ def test_array_pairs_eager_values(a, b, op, data):
     x = data.draw(hnp.arrays(a, shape, elements=_small_elements(a)))
     # NumPy refuses negative int exponents: for pow, draw only non-negative ones
     y = data.draw(hnp.arrays(b, shape, elements=_small_elements(b, nonnegative=name == "pow")))
-    expected = numpy_outcome(np_op, x, y)
+    expected = numpy_outcome(np_op, x, y, op=name)
     if isinstance(expected, type):
         with pytest.raises(expected), np.errstate(all="ignore"):
             mj_op(mj.numpy.asarray(x), mj.numpy.asarray(y))
         return
     with np.errstate(all="ignore"):
-        want = np_op(*at_jax_type(x, y))
+        want = np_op(*at_jax_type(x, y, op=name))
         got = mj_op(mnp.asarray(x), mnp.asarray(y))
     assert got.dtype == expected
     np.testing.assert_allclose(got, want, rtol=1e-6 if expected == np.float32 else 1e-12,

@@ -8,9 +8,9 @@ As in JAX, only `asarray`/`array` convert lists and tuples: any other function g
 an array argument raises JAX's TypeError (`_edge._requires_arraylike`), eagerly and traced
 alike.
 
-Defaults are JAX's in 64-bit mode (float64, int64); float functions (`sqrt`, `exp`, `/`) turn
-ints into float64, where NumPy sometimes chooses float16 or float32 (and JAX float32 for ints
-narrower than 64 bits).
+Defaults are JAX's in 64-bit mode (float64, int64). Float functions (`sqrt`, `exp`, `/`) turn
+ints into floats as JAX does: float32 for bools and ints narrower than 64 bits, float64 for
+int64 and uint64 (NumPy: float16 for int8 and bool).
 
 This file is the public namespace only; the code lives in modules named as in JAX's
 `jax/_src/numpy`, each importing only the ones listed before it:

@@ -59,7 +59,8 @@ divide = true_divide
 
 
 def arctan2(x, y):
-    """Elementwise arctan(x / y) in the right quadrant; ints and bools compute in float64."""
+    """Elementwise arctan(x / y) in the right quadrant; ints and bools compute in a float
+    (`dtypes.float_result`)."""
     xs = [_operand(x), _operand(y)]
     dtype, weak = _promoted_type(xs)
     target = dtypes.float_result(dtype)
@@ -67,9 +68,9 @@ def arctan2(x, y):
 
 
 def _no_bool(*xs):
-    """NumPy's // % ** on two bools compute in int8."""
+    """JAX's // % ** on two bools compute in int32 (NumPy's in int8)."""
     if all(_aval(x).dtype == dtypes.bool_ for x in xs):
-        return [_convert(x, np.dtype(np.int8), False) for x in xs]
+        return [_convert(x, np.dtype(np.int32), False) for x in xs]
     return list(xs)
 
 
@@ -87,8 +88,8 @@ mod = remainder
 def power(x, y):
     if isinstance(y, int) and not isinstance(y, bool) and not isinstance(x, _SCALARS):
         x = _operand(x)
-        if _aval(x).dtype == dtypes.bool_:
-            x = _convert(x, np.dtype(np.int8), False)
+        if _aval(x).dtype == dtypes.bool_:  # as in JAX: `bool_array ** 2` is int32
+            x = _convert(x, np.dtype(np.int32), False)
         if y < 0 and dtypes.is_int(_aval(x).dtype):
             # NumPy's error; JAX raises a TypeError with the same meaning.
             raise ValueError("Integers to negative integer powers are not allowed.")
@@ -236,12 +237,13 @@ def ceil(x):
 
 def _float_unary(fn):
     def wrapped(x):
-        x = _operand_array(x)
+        x = _operand(x)  # a Python scalar stays one: `mnp.sqrt(2)` is weak, as in JAX
         aval = _aval(x)
         return fn(_convert(x, dtypes.float_result(aval.dtype), aval.weak_type))
 
     wrapped.__name__ = fn.__name__
-    wrapped.__doc__ = f"Elementwise {fn.__name__}; ints and bools compute in float64."
+    wrapped.__doc__ = (f"Elementwise {fn.__name__}; ints and bools compute in a float "
+                       "(float32, or float64 for 64-bit ints), as in JAX.")
     return wrapped
 
 
@@ -257,7 +259,7 @@ sqrt = _float_unary(lax.sqrt)
 
 
 def square(x):
-    return power(_operand_array(x), 2)  # power computes bools in int8, as NumPy does
+    return power(_operand_array(x), 2)  # power computes bools in int32, as JAX does
 
 
 def isnan(x):
