@@ -13,20 +13,24 @@ The public API mirrors JAX for the subset it supports; see README.md for the cou
 """
 
 from minijit import array_methods as _array_methods  # noqa: F401  (attaches tracer operators)
-from minijit import debug, errors, lax, tree_util
+from minijit import debug, errors, lax, tree, tree_util
 from minijit import numpy as numpy
 from minijit.array import Array
 from minijit.config import config, disable_jit
 from minijit.core import Primitive, ShapedArray, bind
 from minijit.debug import checking_leaks
+from minijit.device import block_until_ready, device_put, effects_barrier
 from minijit.interpret import eval_jaxpr
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, typecheck_jaxpr
 from minijit.jit import jit, make_jaxpr
 from minijit.tracing import Tracer
 from minijit.version import __version__  # noqa: F401 - minijit.__version__
 
+check_tracer_leaks = checking_leaks  # JAX's other name: `with jax.check_tracer_leaks():`
+
 __all__ = [
     "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapedArray", "Tracer", "Var",
-    "bind", "checking_leaks", "config", "debug", "disable_jit", "errors", "eval_jaxpr", "jit",
-    "lax", "make_jaxpr", "numpy", "tree_util", "typecheck_jaxpr",
+    "bind", "block_until_ready", "check_tracer_leaks", "checking_leaks", "config", "debug",
+    "device_put", "disable_jit", "effects_barrier", "errors", "eval_jaxpr", "jit", "lax",
+    "make_jaxpr", "numpy", "tree", "tree_util", "typecheck_jaxpr",
 ]

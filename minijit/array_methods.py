@@ -204,6 +204,7 @@ for _cls in (Tracer, Array):
     _cls.T = property(lambda self: mnp.transpose(self))
     _cls.at = property(lambda self: indexing.IndexUpdateHelper(self))
 Array.__iter__ = _iter
+Array.block_until_ready = lambda self: self  # computed already (see device.py)
 for _name, _fix in _MUTATORS.items():
     setattr(Array, _name, _mutator(_name, _fix))
 Array.__array_ufunc__ = _array_ufunc

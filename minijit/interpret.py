@@ -74,7 +74,7 @@ _UNARY = {
     P.neg_p: np.negative, P.abs_p: np.abs, P.sign_p: np.sign, P.floor_p: np.floor,
     P.ceil_p: np.ceil, P.exp_p: np.exp, P.log_p: np.log, P.log1p_p: np.log1p,
     P.expm1_p: np.expm1, P.sin_p: np.sin, P.cos_p: np.cos, P.tan_p: np.tan,
-    P.tanh_p: np.tanh, P.sqrt_p: np.sqrt, P.not_p: np.invert,
+    P.tanh_p: np.tanh, P.sqrt_p: np.sqrt, P.not_p: np.invert, P.is_finite_p: np.isfinite,
 }
 
 

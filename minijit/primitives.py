@@ -99,6 +99,17 @@ tan_p = _unary("tan", FLOAT)
 tanh_p = _unary("tanh", FLOAT)
 sqrt_p = _unary("sqrt", FLOAT)
 not_p = _unary("not", INTEGRAL)  # logical on bool, bitwise on ints (as in JAX)
+is_finite_p = _new("is_finite")  # neither inf nor NaN: floats in, bools out (as in JAX)
+
+
+def _is_finite_rule(x: ShapedArray) -> list[ShapedArray]:
+    _check_kinds("is_finite", FLOAT, x)
+    return [x.update(dtype=dtypes.bool_, weak_type=False)]
+
+
+abstract_eval_rules[is_finite_p] = _is_finite_rule
+UNARY.add(is_finite_p)
+ELEMENTWISE.add(is_finite_p)
 
 
 def _broadcast_shapes_strict(prim: str, *avals: ShapedArray) -> tuple[int, ...]:

@@ -260,6 +260,10 @@ program("dtype_int8_uint8_promote", lambda xnp, a, b: (a + b, a * b, b - a),
                      rng.integers(0, 9, 4).astype(np.uint8)))
 program("arctan2", lambda xnp, y, x: (xnp.arctan2(y, x), xnp.arctan2(y, 2.0)),
         lambda rng: (rng.standard_normal(5), rng.standard_normal(5)))
+program("isfinite", lambda xnp, x, i: (xnp.isfinite(x), xnp.isfinite(x * 2.0), xnp.isfinite(i),
+                                       xnp.isfinite(x[0])),
+        lambda rng: (np.array([1.5, np.inf, -np.inf, np.nan, 0.0, -2.0]),
+                     rng.integers(-5, 5, 3).astype(np.int32)))
 program("dtype_float_functions_of_ints",
         lambda xnp, i32, i8, b, i16, u8: (xnp.sin(i32), xnp.sqrt(i8), xnp.exp(b), i8 / i8,
                                           xnp.mean(i8), xnp.mean(b), xnp.log(i16),

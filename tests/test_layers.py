@@ -32,7 +32,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "minijit"
 
 LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix wins
     ("values", ("minijit.dtypes", "minijit.array", "minijit.config", "minijit.errors",
-                "minijit.tree_util", "minijit.version")),
+                "minijit.tree_util", "minijit.tree", "minijit.version")),
     ("ir", ("minijit.core", "minijit.ir", "minijit.primitives", "minijit.interpret",
             "minijit.jit_call")),
     ("tracing", ("minijit.tracing", "minijit.lax", "minijit.numpy", "minijit.indexing",
@@ -40,7 +40,8 @@ LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix
     ("passes", ("minijit.passes",)),
     ("codegen", ("minijit.codegen",)),
     ("backends", ("minijit.backends",)),
-    ("jit", ("minijit.jit", "minijit.arguments", "minijit.explain", "minijit.profile")),
+    ("jit", ("minijit.jit", "minijit.arguments", "minijit.explain", "minijit.profile",
+             "minijit.device")),
     ("package", ("minijit",)),
     ("grading", ("minijit.grading",)),
 )

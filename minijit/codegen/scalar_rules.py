@@ -92,7 +92,8 @@ for _p, _op in {P.div_p: "/", P.remainder_p: "%",
 for _p, _fn in {P.exp_p: "np.exp", P.log_p: "np.log", P.log1p_p: "np.log1p",
                 P.expm1_p: "np.expm1", P.sin_p: "np.sin", P.cos_p: "np.cos", P.tan_p: "np.tan",
                 P.tanh_p: "np.tanh", P.sqrt_p: "np.sqrt", P.floor_p: "np.floor",
-                P.ceil_p: "np.ceil", P.abs_p: "abs", P.atan2_p: "np.arctan2"}.items():
+                P.ceil_p: "np.ceil", P.abs_p: "abs", P.atan2_p: "np.arctan2",
+                P.is_finite_p: "np.isfinite"}.items():
     numba_rules[_p] = Expression(_call(_fn))
 
 

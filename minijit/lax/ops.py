@@ -73,6 +73,10 @@ def sqrt(x):
     return bind(P.sqrt_p, x)
 
 
+def is_finite(x):
+    return bind(P.is_finite_p, x)
+
+
 def bitwise_not(x):
     return bind(P.not_p, x)
 

@@ -262,6 +262,15 @@ def square(x):
     return power(_operand_array(x), 2)  # power computes bools in int32, as JAX does
 
 
+def isfinite(x):
+    """Neither inf nor NaN. Ints and bools are always finite: the result is then a broadcast
+    True, with no equation that reads `x` (as in JAX)."""
+    x = _operand_array(x)
+    if dtypes.is_float(_aval(x).dtype):
+        return lax.is_finite(x)
+    return broadcast_to(_operand_array(np.bool_(True)), _aval(x).shape)
+
+
 def isnan(x):
     x = _operand_array(x)
     return not_equal(x, x)

@@ -1,0 +1,80 @@
+"""JAX names that JAX code uses and minijit provides, each as JAX 0.10.2 behaves (measured).
+
+`isfinite` (a primitive, `is_finite`, as in JAX), `block_until_ready`, `device_put`,
+`effects_barrier`, `check_tracer_leaks`, and the `jax.tree` short names. Eager and traced,
+on both backends, where a function computes.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import minijit as mj
+import minijit.numpy as mnp
+from minijit import lax
+
+BACKENDS = ["interpreter", "numba"]
+VALUES = np.array([1.5, np.inf, -np.inf, np.nan, 0.0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_isfinite_eagerly_and_traced(backend):
+    want = [True, False, False, False, True]
+    for run in (mnp.isfinite, mj.jit(mnp.isfinite, backend=backend)):
+        out = run(VALUES)
+        assert out.dtype == np.bool_
+        np.testing.assert_array_equal(out, want)
+        np.testing.assert_array_equal(run(VALUES.astype(np.float32)), want)
+        np.testing.assert_array_equal(run(np.arange(3)), [True, True, True])  # ints: finite
+    fused = mj.jit(lambda x: mnp.where(mnp.isfinite(x * 2.0), x, 0.0), backend=backend)
+    np.testing.assert_array_equal(fused(VALUES), [1.5, 0.0, 0.0, 0.0, 0.0])
+
+
+def test_isfinite_prints_as_jax_does():
+    assert "b:bool[5] = is_finite a" in str(mj.make_jaxpr(mnp.isfinite)(VALUES))
+    ints = str(mj.make_jaxpr(mnp.isfinite)(np.ones(2, np.int32)))
+    assert "broadcast_in_dim" in ints and "True:bool[]" in ints  # no equation reads `a`
+    assert mnp.isfinite(2) and mnp.isfinite(2).dtype == np.bool_
+
+
+def test_lax_is_finite_takes_floats_only():
+    with pytest.raises(TypeError, match="is_finite"):
+        lax.is_finite(np.arange(3))
+
+
+def test_block_until_ready_effects_barrier_and_device_put():
+    x = mnp.arange(3.0)
+    assert x.block_until_ready() is x
+    tree = {"a": x, "b": 1}
+    assert mj.block_until_ready(tree) is tree
+    assert mj.effects_barrier() is None
+    put = mj.device_put([1, np.ones(2), np.float32(2)])
+    assert all(isinstance(p, mj.Array) for p in put)
+    assert put[0].weak_type and put[0].dtype == np.int64  # a Python scalar stays weak
+    assert not put[1].weak_type and put[2].dtype == np.float32
+    assert mj.device_put(x) is x
+    with pytest.raises(NotImplementedError, match="one device"):
+        mj.device_put(x, device="gpu:0")
+
+
+def test_check_tracer_leaks_is_a_context_manager():
+    leaked = []
+    with pytest.raises(mj.errors.UnexpectedTracerError):
+        with mj.check_tracer_leaks():
+            mj.jit(lambda a: leaked.append(a) or a)(np.ones(2))
+
+
+def test_tree_short_names():
+    assert mj.tree.reduce(operator.add, [1, 2, 3]) == 6
+    assert mj.tree.reduce(operator.add, [1, 2, 3], 10) == 16
+    assert mj.tree.all([True, 1]) and not mj.tree.all([True, 0])
+    assert mj.tree.map(lambda a, b: a + b, {"x": 1}, {"x": 2}) == {"x": 3}
+    assert mj.tree.leaves({"b": 2, "a": 1}) == [1, 2]  # dict keys sorted, as in JAX
+    assert str(mj.tree.structure((1, [2]))) == "(*, [*])"
+    leaves, treedef = mj.tree.flatten({"a": 1})
+    assert leaves == [1] and mj.tree.unflatten(treedef, [5]) == {"a": 5}
+    with pytest.raises(NotImplementedError, match="is_leaf"):
+        mj.tree.map(lambda a: a, [1], is_leaf=lambda a: True)
