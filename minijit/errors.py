@@ -52,6 +52,14 @@ class UnexpectedTracerError(JAXTypeError):
     """A tracer escaped the function being traced and was used afterwards."""
 
 
+class JAXIndexError(IndexError):
+    """Base of minijit's indexing errors (named as in `jax.errors`)."""
+
+
+class NonConcreteBooleanIndexError(JAXIndexError):
+    """A traced boolean mask was used as an index: the result's shape would depend on data."""
+
+
 def user_frame(skip_internal: bool = True):
     """The innermost frame outside the minijit package (the learner's code), or None."""
     frame = sys._getframe(1)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minijit import dtypes, lax
+from minijit import dtypes, errors, lax
 from minijit import numpy as mnp
 from minijit.core import Tracer
 from minijit.errors import api_boundary
@@ -55,6 +55,11 @@ def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]
     # JAX, under jit and eagerly alike; operator.index below reads its value.
     index = tuple(i.item() if _is_int_scalar_array(i) else i for i in index)
     for i in index:
+        if isinstance(i, Tracer) and i.dtype == np.bool_:  # JAX's error, and the fix
+            raise errors.NonConcreteBooleanIndexError(
+                f"Array boolean indices must be concrete; got {i.aval.str_short()}: the "
+                "result's shape would depend on the mask's values. "
+                + _UNSUPPORTED.format("a traced boolean mask"))
         if isinstance(i, (list, np.ndarray)) or (
             isinstance(i, Tracer) and (i.ndim != 0 or not dtypes.is_int(i.dtype))
         ) or isinstance(i, bool):

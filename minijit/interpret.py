@@ -115,10 +115,27 @@ def _integer_pow(x, *, y):
     return [np.power(x, np.asarray(y, dtype=x.dtype))]
 
 
+def _div(x, y):
+    """JAX's `lax.div`: true division for floats; for ints, rounding toward zero, with XLA's
+    x / 0 == -1 (all ones for unsigned) and int_min / -1 wrapping to int_min."""
+    if x.dtype.kind == "f":
+        return np.true_divide(x, y)
+    q = np.floor_divide(x, y)
+    q = q + ((np.remainder(x, y) != 0) & ((x < 0) != (y < 0))).astype(x.dtype)
+    return np.where(y == 0, np.array(-1).astype(x.dtype), q)
+
+
+def _rem(x, y):
+    """JAX's `lax.rem`: C's remainder, with the sign of the dividend; for ints x rem 0 is x."""
+    if x.dtype.kind == "f":
+        return np.fmod(x, y)
+    return np.where(y == 0, x, np.fmod(x, np.where(y == 0, 1, y)))
+
+
 _BINARY = {
-    P.add_p: np.add, P.sub_p: np.subtract, P.mul_p: np.multiply, P.div_p: np.true_divide,
+    P.add_p: np.add, P.sub_p: np.subtract, P.mul_p: np.multiply, P.div_p: _div,
     P.floor_divide_p: np.floor_divide, P.remainder_p: np.remainder, P.pow_p: _power,
-    P.atan2_p: np.arctan2,
+    P.atan2_p: np.arctan2, P.rem_p: _rem,
     P.max_p: _maximum, P.min_p: _minimum, P.and_p: np.bitwise_and, P.or_p: np.bitwise_or,
     P.xor_p: np.bitwise_xor, P.eq_p: np.equal, P.ne_p: np.not_equal, P.lt_p: np.less,
     P.le_p: np.less_equal, P.gt_p: np.greater, P.ge_p: np.greater_equal,

@@ -374,14 +374,40 @@ class Lowered:
 
 @dataclass
 class Compiled:
-    """`f.lower(x).compile()`: callable on arguments of exactly the lowered types."""
+    """`f.lower(x, n).compile()`: callable on the *dynamic* arguments, of exactly the lowered
+    types; the static ones were fixed when lowering (as in JAX: `compiled(x)`, not
+    `compiled(x, n)`)."""
 
     lowered: Lowered
     executable: Any
 
+    def _with_statics(self, args, kwargs) -> tuple[tuple, dict]:
+        """The full call: the lowered static values put back among `args` and `kwargs`."""
+        lowered = self.lowered.traced.split
+        statics = lowered.statics
+        if not statics:
+            return args, kwargs
+        given = [p for p in statics if (p[0] == "kwarg" and p[1] in kwargs)
+                 or (p[0] == "arg" and len(args) > sum(1 for q in lowered.positions
+                                                         if q[0] == "arg"))]
+        if given:
+            names = ", ".join(lowered.static_names)
+            raise TypeError(
+                f"this compiled function was lowered with its static arguments ({names}) "
+                "fixed; call it with the dynamic arguments only, as in JAX: compiled(x), not "
+                "compiled(x, n). For other static values, lower again.")
+        values = dict(statics)
+        values.update(zip([p for p in lowered.positions if p[0] == "arg"], args))
+        n_pos = max([p[1] for p in values if p[0] == "arg"], default=-1) + 1
+        if any(("arg", i) not in values for i in range(n_pos)):
+            return args, kwargs  # too few arguments: split_args says which are missing
+        full = tuple(values[("arg", i)] for i in range(n_pos))
+        return full, {**{p[1]: v for p, v in statics.items() if p[0] == "kwarg"}, **kwargs}
+
     @errors.api_boundary
     def __call__(self, *args, **kwargs):
         traced = self.lowered.traced
+        args, kwargs = self._with_statics(args, kwargs)
         split = split_args(traced.jitted.spec, args, kwargs)
         if split.key != traced.split.key:
             raise TypeError(

@@ -149,9 +149,10 @@ def _binary(name: str, kinds: str, *, commutative=False, comparison=False) -> Pr
 add_p = _binary("add", ANY, commutative=True)
 sub_p = _binary("sub", NUMERIC)
 mul_p = _binary("mul", ANY, commutative=True)
-div_p = _binary("div", FLOAT)
+div_p = _binary("div", NUMERIC)  # ints: rounds toward 0; x / 0 is -1 (as JAX and XLA)
 floor_divide_p = _binary("floor_divide", NUMERIC)  # NumPy's //: rounds toward -inf
 remainder_p = _binary("remainder", NUMERIC)  # NumPy's %: sign of the divisor
+rem_p = _binary("rem", NUMERIC)  # JAX's lax.rem, C's %: sign of the dividend; x rem 0 is x
 pow_p = _binary("pow", NUMERIC)
 atan2_p = _binary("atan2", FLOAT)
 max_p = _binary("max", ANY, commutative=True)  # NaN-propagating, like np.maximum

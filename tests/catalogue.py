@@ -264,6 +264,15 @@ program("isfinite", lambda xnp, x, i: (xnp.isfinite(x), xnp.isfinite(x * 2.0), x
                                        xnp.isfinite(x[0])),
         lambda rng: (np.array([1.5, np.inf, -np.inf, np.nan, 0.0, -2.0]),
                      rng.integers(-5, 5, 3).astype(np.int32)))
+program("lax_div_rem", lambda xnp, a, b, f, g: (lax.div(a, b), lax.rem(a, b), lax.div(f, g),
+                                                 lax.rem(f, g)),
+        lambda rng: (np.array([-7, 7, -7, 7, 0, -128, 5, -5], np.int8),
+                     np.array([3, 3, -3, -3, 3, -1, 0, 0], np.int8),
+                     np.array([-7.0, 7.0, -0.0, 5.5]), np.array([3.0, -3.0, 3.0, 2.0])),
+        # JAX 0.10.2: C's division and remainder; ints / 0 give -1, rem 0 gives the dividend
+        reference=lambda a, b, f, g: (np.array([-2, 2, 2, -2, 0, -128, -1, -1], np.int8),
+                                      np.array([-1, 1, -1, 1, 0, 0, 5, -5], np.int8),
+                                      f / g, np.fmod(f, g)))
 program("dtype_float_functions_of_ints",
         lambda xnp, i32, i8, b, i16, u8: (xnp.sin(i32), xnp.sqrt(i8), xnp.exp(b), i8 / i8,
                                           xnp.mean(i8), xnp.mean(b), xnp.log(i16),

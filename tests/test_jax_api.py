@@ -78,3 +78,40 @@ def test_tree_short_names():
     assert leaves == [1] and mj.tree.unflatten(treedef, [5]) == {"a": 5}
     with pytest.raises(NotImplementedError, match="is_leaf"):
         mj.tree.map(lambda a: a, [1], is_leaf=lambda a: True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lax_rem_and_div_have_jax_integer_semantics(backend):
+    # JAX 0.10.2: lax.rem(-7, 3) == -1 (the sign of the dividend), lax.div(-7, 2) == -3
+    # (toward zero); `%` and `//` keep Python's: -7 % 3 == 2, -7 // 2 == -4.
+    for run in (lambda f, *a: f(*a), lambda f, *a: mj.jit(f, backend=backend)(*a)):
+        assert int(run(lax.rem, -7, 3)) == -1 and int(run(lax.div, -7, 2)) == -3
+        assert int(run(lambda a, b: mnp.asarray(a) % b, -7, 3)) == 2
+        assert int(run(lambda a, b: mnp.asarray(a) // b, -7, 2)) == -4
+        zero = np.zeros(2, np.int32)
+        np.testing.assert_array_equal(run(lax.div, np.array([5, -5], np.int32), zero), [-1, -1])
+        np.testing.assert_array_equal(run(lax.rem, np.array([5, -5], np.int32), zero), [5, -5])
+
+
+def test_a_traced_mask_index_raises_jax_error_class():
+    for f in (lambda x: x[x > 0], lambda x: x.at[x > 0].set(0.0)):
+        with pytest.raises(mj.errors.NonConcreteBooleanIndexError,
+                           match=r"Array boolean indices must be concrete; got bool\[3\].*"
+                                 r"mnp\.where\(mask, x, 0\)"):
+            mj.jit(f)(np.ones(3))
+    assert issubclass(mj.errors.NonConcreteBooleanIndexError, IndexError)  # as in JAX
+    np.testing.assert_array_equal(mnp.arange(3.0)[mnp.arange(3) > 0], [1.0, 2.0])  # eager: ok
+
+
+def test_a_traced_axis_is_a_concretization_error():
+    with pytest.raises(mj.errors.ConcretizationTypeError,
+                       match=r"traced array with shape i64\[\]\. The axis argument must be "
+                             "known statically"):
+        mj.jit(lambda x, a: mnp.sum(x, axis=a))(np.ones((2, 3)), 1)
+    assert mj.jit(lambda x, a: mnp.sum(x, axis=a), static_argnums=1)(np.ones((2, 3)), 1).shape \
+        == (2,)
+
+
+def test_an_array_made_of_a_shape_is_staged_as_in_jax():
+    text = str(mj.make_jaxpr(lambda x: mnp.array(x.shape).prod())(np.ones((2, 3))))
+    assert "reduce_prod[axes=(0,)] a" in text and text.startswith("{ lambda a:i64[2] ;")

@@ -32,7 +32,7 @@ UNARY = {"neg", "abs", "sign", "floor", "ceil", "exp", "log", "log1p", "expm1", 
          "tan", "tanh", "sqrt", "not", "integer_pow", "convert_element_type", "is_finite"}
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 BINARY = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "max", "min", "and",
-          "or", "xor", "atan2"} | COMPARISONS
+          "or", "xor", "atan2", "rem"} | COMPARISONS
 COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"}
 ELEMENTWISE = UNARY | BINARY | {"select_n"}
 REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin"}

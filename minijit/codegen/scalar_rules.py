@@ -84,7 +84,7 @@ def _call(fn: str) -> Rule:
 
 
 numba_rules[P.sub_p] = Expression(_wrapping("-"))
-for _p, _op in {P.div_p: "/", P.remainder_p: "%",
+for _p, _op in {P.remainder_p: "%",
                 P.and_p: "&", P.or_p: "|", P.xor_p: "^", P.eq_p: "==", P.ne_p: "!=",
                 P.lt_p: "<", P.le_p: "<=", P.gt_p: ">", P.ge_p: ">="}.items():
     numba_rules[_p] = Expression(_binop(_op))
@@ -156,6 +156,32 @@ def _floor_divide(a, eqn):
 
 
 numba_rules[P.floor_divide_p] = Expression(_floor_divide)
+
+
+def _div(a, eqn):
+    """lax.div: `/` for floats; for ints the floor quotient moved toward zero (by one where
+    the signs differ and the division is not exact), and XLA's x / 0 == -1."""
+    x, y = a
+    if _kind(eqn) == "f":
+        return f"({x} / {y})"
+    t = dtype_name(eqn.outvars[0].aval.dtype)
+    floor = _floor_divide(a, eqn)
+    inexact = f"(({x} % {y} != 0) and (({x} < 0) != ({y} < 0)))"
+    return (f"(np.{t}(-1) if {y} == 0 else np.{t}({floor} + np.{t}(1 if {inexact} else 0)))")
+
+
+def _rem(a, eqn):
+    """lax.rem: C's remainder (the sign of the dividend): Python's `%` (the sign of the
+    divisor) moved back by one divisor where the two signs differ; for ints x rem 0 is x."""
+    x, y = a
+    if _kind(eqn) == "f":
+        return f"np.fmod({x}, {y})"
+    r = f"({x} % {y})"
+    return f"({x} if {y} == 0 else ({r} - {y} if {r} != 0 and ({r} < 0) != ({x} < 0) else {r}))"
+
+
+numba_rules[P.div_p] = Expression(_div)
+numba_rules[P.rem_p] = Expression(_rem)
 
 # Numba's integer `**` switches to float `math.pow` for exponents above 2**16, which turns
 # 2 ** 2**62 into int64_min where NumPy's repeated squaring wraps around to 0. Exponents up

@@ -98,14 +98,26 @@ def atan2(x, y):
 
 
 def div(x, y):
+    """True division for floats; for ints, rounding toward zero, as JAX's (`div(-7, 2)` is
+    -3; `x / 0` is -1)."""
     return bind(P.div_p, x, y)
+
+
+def rem(x, y):
+    """C's remainder, as JAX's: the sign of the dividend (`rem(-7, 3)` is -1)."""
+    return bind(P.rem_p, x, y)
+
+
+# minijit's own: NumPy's `//` and `%` as single primitives (JAX composes them from div, rem
+# and selects), so that the jaxprs of `x // y` and `x % y` stay one equation each.
 
 
 def floor_divide(x, y):
     return bind(P.floor_divide_p, x, y)
 
 
-def rem(x, y):
+def remainder(x, y):
+    """NumPy's and Python's %: the sign of the divisor (`remainder(-7, 3)` is 2)."""
     return bind(P.remainder_p, x, y)
 
 

@@ -79,7 +79,7 @@ def floor_divide(x, y):
 
 
 def remainder(x, y):
-    return lax.rem(*_broadcast(*_no_bool(*_promote(x, y))))
+    return lax.remainder(*_broadcast(*_no_bool(*_promote(x, y))))
 
 
 mod = remainder

@@ -24,7 +24,7 @@ import numpy as np
 from minijit import dtypes, lax
 from minijit.array import Array, wrap
 from minijit.core import Tracer, get_aval, is_tracing
-from minijit.errors import user_line
+from minijit.errors import ConcretizationTypeError, user_line
 from minijit.numpy._edge import api_edge
 
 _SCALARS = (bool, int, float)
@@ -168,9 +168,16 @@ def _broadcast(*xs):
 def _axes(axis, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = (axis,) if isinstance(axis, (int, Tracer)) else tuple(axis)
     out = []
     for a in axes:
+        if isinstance(a, Tracer):  # JAX's error for a traced axis
+            where = user_line()
+            raise ConcretizationTypeError(
+                f"Abstract tracer value encountered where concrete value is expected: traced "
+                f"array with shape {a.aval.str_short()}. The axis argument must be known "
+                "statically: mark the argument it comes from static (static_argnums / "
+                "static_argnames), or pass a Python int." + (f"\n  at {where}" if where else ""))
         a = operator.index(a)
         if not -ndim <= a < ndim:
             raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
