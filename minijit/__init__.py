@@ -16,7 +16,7 @@ from minijit import array_methods as _array_methods  # noqa: F401  (attaches tra
 from minijit import debug, errors, lax, tree, tree_util
 from minijit import numpy as numpy
 from minijit.array import Array
-from minijit.config import config, disable_jit
+from minijit.config import config, debug_nans, disable_jit
 from minijit.core import Primitive, ShapedArray, bind
 from minijit.debug import checking_leaks
 from minijit.device import block_until_ready, device_put, effects_barrier
@@ -31,6 +31,6 @@ check_tracer_leaks = checking_leaks  # JAX's other name: `with jax.check_tracer_
 __all__ = [
     "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapedArray", "Tracer", "Var",
     "bind", "block_until_ready", "check_tracer_leaks", "checking_leaks", "config", "debug",
-    "device_put", "disable_jit", "effects_barrier", "errors", "eval_jaxpr", "jit", "lax",
-    "make_jaxpr", "numpy", "tree", "tree_util", "typecheck_jaxpr",
+    "debug_nans", "device_put", "disable_jit", "effects_barrier", "errors", "eval_jaxpr", "jit",
+    "lax", "make_jaxpr", "numpy", "tree", "tree_util", "typecheck_jaxpr",
 ]

@@ -24,6 +24,7 @@ _DEFAULTS: dict[str, Any] = {
     "default_backend": "numba",  # what jit(f) uses without backend=... (chapter 08)
     "disk_cache": True,  # keep compiled Numba code across processes (chapter 08)
     "traceback_filtering": True,  # hide minijit's own frames in tracebacks
+    "debug_nans": False,  # raise FloatingPointError at the primitive that first makes a NaN
 }
 
 _UNSET = object()
@@ -90,6 +91,13 @@ class Config:
 
 
 config = Config()
+
+
+def debug_nans(enable: bool = True):
+    """`with minijit.debug_nans():` raises FloatingPointError, naming the primitive and your
+    line, where a NaN first appears (as `jax.debug_nans`): eagerly at once, and under jit by
+    running the function again eagerly when a result holds a NaN. Slow; for debugging."""
+    return config.override("debug_nans", enable)
 
 
 def disable_jit(disable: bool = True):

@@ -26,6 +26,7 @@ import numpy as np
 
 from minijit import dtypes
 from minijit.array import Array, wrap
+from minijit.config import config
 from minijit.errors import user_line
 
 # --------------------------------------------------------------------------- abstract values
@@ -175,11 +176,23 @@ class EvalTrace:
         vals = [np.asarray(a) for a in args]
         with np.errstate(all="ignore"):  # like JAX: 1/0 is inf without a warning
             outs = impl_rules[prim](*vals, **params)
+        if config.debug_nans:
+            _check_nans(prim, outs)
         return [wrap(np.asarray(o, dtype=aval.dtype), weak_type=aval.weak_type)
                 for o, aval in zip(outs, out_avals)]
 
     def __repr__(self) -> str:
         return "EvalTrace"
+
+
+def _check_nans(prim: Primitive, outs) -> None:
+    """`config.debug_nans`: JAX's FloatingPointError for a NaN that `prim` just made."""
+    for o in outs:
+        o = np.asarray(o)
+        if o.dtype.kind == "f" and np.isnan(o).any():
+            where = user_line()
+            raise FloatingPointError(f"invalid value (nan) encountered in {prim.name}"
+                                     + (f"\n  at {where}" if where else ""))
 
 
 def checked_abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:

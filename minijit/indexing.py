@@ -249,7 +249,14 @@ class IndexUpdateHelper:
 class IndexUpdateRef:
     """`x.at[idx]`. Each method returns a new array; `x` itself never changes.
 
-    Updates at out-of-bounds indices are dropped and reads clamp, as in JAX.
+    The keywords are JAX's. `mode`: for `get`, reads clamp into bounds (None, "clip",
+    "promise_in_bounds") or give `fill_value` out of bounds ("fill"; by default NaN for
+    floats, the lowest int for signed ints, the highest for unsigned, True for bools); for
+    updates, one out of bounds is dropped (None, "drop") or its index clamped ("clip",
+    "promise_in_bounds"). `wrap_negative_indices=False` makes a negative index out of bounds
+    instead of counting from the end. `indices_are_sorted` and `unique_indices` are
+    accepted and ignored: they are promises that let XLA go faster, and minijit indexes
+    with scalars, which are sorted and unique.
     """
 
     __slots__ = ("array", "index")
@@ -258,27 +265,107 @@ class IndexUpdateRef:
         self.array, self.index = array, index
 
     @api_boundary
-    def get(self):
-        return getitem(mnp.asarray(self.array), self.index)
+    def get(self, *, mode=None, fill_value=None, wrap_negative_indices=True,
+            indices_are_sorted=False, unique_indices=False):
+        x = mnp.asarray(self.array)
+        _check_mode(mode, ("clip", "promise_in_bounds", "fill"))
+        index, ok = _bounded(x.shape, self.index, "clip", wrap_negative_indices)
+        out = getitem(x, index)
+        if mode != "fill" or ok is True:
+            return out
+        filled = mnp.full_like(out, _default_fill(x.dtype) if fill_value is None else fill_value)
+        return mnp.where(ok, out, filled)
+
+    def _update(self, values, how, mode, wrap_negative_indices):
+        x = mnp.asarray(self.array)
+        _check_mode(mode, ("drop", "clip", "promise_in_bounds"))
+        clip = "clip" if mode in ("clip", "promise_in_bounds") else "drop"
+        index, _ = _bounded(x.shape, self.index, clip, wrap_negative_indices)
+        return index_update(x, index, values, how)
 
     @api_boundary
-    def set(self, values):
-        return index_update(self.array, self.index, values, "set")
+    def set(self, values, *, mode=None, wrap_negative_indices=True, indices_are_sorted=False,
+            unique_indices=False):
+        return self._update(values, "set", mode, wrap_negative_indices)
 
     @api_boundary
-    def add(self, values):
-        return index_update(self.array, self.index, values, "add")
+    def add(self, values, *, mode=None, wrap_negative_indices=True, indices_are_sorted=False,
+            unique_indices=False):
+        return self._update(values, "add", mode, wrap_negative_indices)
 
     @api_boundary
-    def multiply(self, values):
-        return index_update(self.array, self.index, values, "multiply")
+    def multiply(self, values, *, mode=None, wrap_negative_indices=True,
+                 indices_are_sorted=False, unique_indices=False):
+        return self._update(values, "multiply", mode, wrap_negative_indices)
 
     mul = multiply
 
     @api_boundary
-    def min(self, values):
-        return index_update(self.array, self.index, values, "min")
+    def min(self, values, *, mode=None, wrap_negative_indices=True, indices_are_sorted=False,
+            unique_indices=False):
+        return self._update(values, "min", mode, wrap_negative_indices)
 
     @api_boundary
-    def max(self, values):
-        return index_update(self.array, self.index, values, "max")
+    def max(self, values, *, mode=None, wrap_negative_indices=True, indices_are_sorted=False,
+            unique_indices=False):
+        return self._update(values, "max", mode, wrap_negative_indices)
+
+
+def _check_mode(mode, allowed) -> None:
+    if mode is not None and mode not in allowed:
+        raise ValueError(f"mode={mode!r} is not one of {', '.join(map(repr, allowed))} here")
+
+
+def _default_fill(dtype: np.dtype):
+    """JAX's fill value for out-of-bounds reads in mode="fill"."""
+    if dtype.kind == "f":
+        return np.nan
+    if dtype.kind == "b":
+        return True
+    info = np.iinfo(dtype)
+    return int(info.min if dtype.kind == "i" else info.max)
+
+
+def _bounded(shape, index, mode: str, wrap_negative: bool):
+    """`index` with its integer components (static or traced) made to follow `mode`, and
+    whether they were all in bounds (a Python bool, or a traced one).
+
+    "clip" clamps each into its axis; "drop" leaves an in-bounds one as it is and turns an
+    out-of-bounds one into the axis length (which `index_update` then drops). Without
+    `wrap_negative`, a negative index is out of bounds rather than counted from the end."""
+    parts = list(index) if isinstance(index, tuple) else [index]
+    n_real = sum(1 for i in parts if i is not None and i is not Ellipsis)
+    dim, ok = 0, True
+    for k, i in enumerate(parts):
+        if i is None:
+            continue
+        if i is Ellipsis:
+            dim += len(shape) - n_real
+            continue
+        if dim >= len(shape):
+            break  # too many indices: `_parse` says so
+        d = shape[dim]
+        dim += 1
+        if isinstance(i, (bool, np.bool_)) or not isinstance(
+                i, (int, np.integer, Tracer)) and not _is_int_scalar_array(i):
+            continue  # a slice, or something `_parse` will refuse
+        if isinstance(i, Tracer):
+            if i.ndim or not dtypes.is_int(i.dtype):
+                continue
+            lo = -d if wrap_negative else 0
+            inside = mnp.logical_and(mnp.greater_equal(i, lo), mnp.less(i, d))
+            ok = inside if ok is True else mnp.logical_and(ok, inside)
+            if not wrap_negative:
+                i = mnp.where(mnp.less(i, 0), d if mode == "drop" else 0, i)
+            if mode == "clip" and d:
+                i = mnp.clip(_normalize(i, d), 0, d - 1)
+        else:
+            i = operator.index(i)
+            inside = (-d if wrap_negative else 0) <= i < d
+            ok = ok and inside
+            if not wrap_negative and i < 0:
+                i = d if mode == "drop" else 0
+            elif mode == "clip" and d:
+                i = min(max(i + d if i < 0 else i, 0), d - 1)
+        parts[k] = i
+    return (tuple(parts) if isinstance(index, tuple) else parts[0]), ok

@@ -188,7 +188,8 @@ class JitFunction:
             # which reads this thread's own setting.
             if self._fast_ok and not kwargs and len(trace_state.stack) == 1 and not (
                     _donated_any[0] or _config_values["disable_jit"]
-                    or _overrides_open["disable_jit"]):
+                    or _overrides_open["disable_jit"] or _config_values["debug_nans"]
+                    or _overrides_open["debug_nans"]):
                 entry = self._cache.fast.get(_fast_key(args))
                 if entry is not None:
                     t0 = perf_counter()
@@ -224,7 +225,30 @@ class JitFunction:
         entry.calls += 1
         if any(donated):
             _mark_donated(split.leaves, donated)
+        if config.debug_nans and _has_nan(outs):
+            if any(donated):  # their buffers now hold results: nothing to run again on
+                raise FloatingPointError(
+                    f"invalid value (nan) in the output of jit({self.spec.fun_name}); its "
+                    "donated arguments were overwritten, so it cannot be run again to find "
+                    "where: call it without donate_argnums to look")
+            self._find_the_nan(args, kwargs)
         return entry.wrap_outputs(outs)
+
+    def _find_the_nan(self, args, kwargs):
+        """`config.debug_nans` and a result holds a NaN: run `fun` again eagerly, where the
+        first primitive to make a NaN raises FloatingPointError with the user's line (JAX
+        runs "the de-optimized version" the same way). If none does, that is an error too, as
+        in JAX: the NaN came in untouched, or only the compiled program made it."""
+        name = self.spec.fun_name
+        print(f"Invalid nan value encountered in the output of a minijit.jit function "
+              f"`{name}`. Calling the de-optimized version.", file=sys.stderr)
+        with config.override("disable_jit", True):
+            self.fun(*_as_arrays(args), **_as_arrays(kwargs))
+        raise FloatingPointError(
+            f"invalid value (nan) in the output of jit({name}), but running `{name}` again "
+            "without jit made none: the NaN came in with an argument or a constant and was "
+            "returned untouched, or the compiled program's optimizations produced it. Remove "
+            "the jit to look for it.")
 
     def _stage(self, args, kwargs):
         """Trace `fun` into a sub-Jaxpr and stage one `jit` equation in the caller's program.
@@ -462,6 +486,10 @@ def _fast_key(args) -> tuple | None:
             return None
         key.append((a.shape, a.dtype, a.weak_type if type(a) is Array else False))
     return tuple(key)
+
+
+def _has_nan(outs) -> bool:
+    return any(o.dtype.kind == "f" and np.isnan(o).any() for o in map(np.asarray, outs))
 
 
 def _as_arrays(tree):

@@ -115,3 +115,80 @@ def test_a_traced_axis_is_a_concretization_error():
 def test_an_array_made_of_a_shape_is_staged_as_in_jax():
     text = str(mj.make_jaxpr(lambda x: mnp.array(x.shape).prod())(np.ones((2, 3))))
     assert "reduce_prod[axes=(0,)] a" in text and text.startswith("{ lambda a:i64[2] ;")
+
+
+def _log_of_double(x):
+    y = x * 2.0
+    return mnp.log(y) + 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_debug_nans_names_the_primitive_and_the_line(backend, capsys):
+    jf = mj.jit(_log_of_double, backend=backend)
+    jf(np.array([1.0, 2.0]))  # cached, so the second call below could take the fast path
+    with mj.debug_nans():
+        with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in log"
+                                                     r"\n  at .*test_jax_api.py"):
+            mnp.log(-1.0)  # eagerly: at once
+        for _ in range(2):  # under jit: the result holds a NaN, so it runs again eagerly
+            with pytest.raises(FloatingPointError, match="encountered in log"):
+                jf(np.array([-1.0, 1.0]))
+        assert "Calling the de-optimized version" in capsys.readouterr().err
+        with pytest.raises(FloatingPointError, match="encountered in mul"):
+            jf(np.array([np.nan]))  # a NaN argument: the first primitive's output is NaN
+        with pytest.raises(FloatingPointError, match=r"without jit made none"):
+            mj.jit(lambda x: x, backend=backend)(np.array([np.nan]))  # as JAX: still an error
+    assert np.isnan(mnp.sqrt(-1.0)) and np.isnan(jf(np.array([-1.0]))[0])  # off again
+
+
+def test_debug_nans_is_a_config_option_under_jax_name():
+    mj.config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match="encountered in sqrt"):
+            mnp.sqrt(-1.0)
+    finally:
+        mj.config.update("jax_debug_nans", False)
+
+
+def test_debug_nans_with_donated_arguments_says_why_it_cannot_look():
+    with mj.debug_nans(), pytest.raises(FloatingPointError, match="donated arguments"):
+        mj.jit(lambda x: mnp.log(x), donate_argnums=0)(np.array([-1.0]))
+
+
+# x = arange(5.0): (what, index, keywords, JAX 0.10.2's result)
+AT_CASES = [
+    ("get", 7, {}, 4.0),
+    ("get", 7, {"mode": "fill"}, np.nan),
+    ("get", 7, {"mode": "fill", "fill_value": -1}, -1.0),
+    ("get", -1, {"mode": "fill"}, 4.0),
+    ("get", -1, {"mode": "fill", "wrap_negative_indices": False}, np.nan),
+    ("get", 7, {"mode": "clip"}, 4.0),
+    ("get", 7, {"mode": "promise_in_bounds"}, 4.0),
+    ("set", 7, {"mode": "clip"}, [0.0, 1.0, 2.0, 3.0, 9.0]),
+    ("set", 7, {"mode": "drop"}, [0.0, 1.0, 2.0, 3.0, 4.0]),
+    ("add", -7, {"mode": "clip"}, [9.0, 1.0, 2.0, 3.0, 4.0]),
+    ("set", -1, {"wrap_negative_indices": False}, [0.0, 1.0, 2.0, 3.0, 4.0]),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("what, index, keywords, want", AT_CASES)
+def test_at_modes_as_in_jax(what, index, keywords, want, backend):
+    def f(x, i):
+        ref = x.at[i]
+        return ref.get(**keywords) if what == "get" else getattr(ref, what)(9.0, **keywords)
+
+    x = mnp.arange(5.0)
+    np.testing.assert_array_equal(f(x, index), want)  # eagerly, a static index
+    np.testing.assert_array_equal(mj.jit(f, backend=backend)(x, index), want)  # traced index
+    np.testing.assert_array_equal(
+        mj.jit(f, static_argnums=1, backend=backend)(x, index), want)  # static under jit
+
+
+def test_at_fill_values_by_dtype():
+    assert int(mnp.arange(5).at[7].get(mode="fill")) == np.iinfo(np.int64).min
+    assert int(mnp.ones(2, np.uint8).at[5].get(mode="fill")) == 255
+    assert bool(mnp.zeros(2, bool).at[5].get(mode="fill")) is True
+    np.testing.assert_array_equal(mnp.arange(5.0).at[1:3].get(mode="fill"), [1.0, 2.0])
+    with pytest.raises(ValueError, match="mode='wrap' is not one of"):
+        mnp.arange(5.0).at[1].get(mode="wrap")
