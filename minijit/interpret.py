@@ -132,6 +132,10 @@ def _rem(x, y):
     return np.where(y == 0, x, np.fmod(x, np.where(y == 0, 1, y)))
 
 
+def _clamp(lo, x, hi):
+    return _minimum(_maximum(x, lo), hi)
+
+
 _BINARY = {
     P.add_p: np.add, P.sub_p: np.subtract, P.mul_p: np.multiply, P.div_p: _div,
     P.floor_divide_p: np.floor_divide, P.remainder_p: np.remainder, P.pow_p: _power,
@@ -157,6 +161,7 @@ def _select_n(pred, *cases):
 
 
 impl_rules[P.select_n_p] = _select_n
+impl_rules[P.clamp_p] = lambda lo, x, hi: [_clamp(lo, x, hi)]
 
 # --------------------------------------------------------------------------- reductions
 

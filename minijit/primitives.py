@@ -195,6 +195,22 @@ UNARY.add(convert_element_type_p)
 ELEMENTWISE.add(convert_element_type_p)
 
 
+clamp_p = _new("clamp")  # clamp(lo, x, hi) = min(max(x, lo), hi); bounds scalar or x's shape
+
+
+def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray):
+    _check_kinds("clamp", NUMERIC, x)
+    if lo.dtype != x.dtype or hi.dtype != x.dtype:
+        _fail("clamp", f"needs equal dtypes, got {lo.str_short()}, {x.str_short()} and "
+                       f"{hi.str_short()}")
+    if any(b.shape not in ((), x.shape) for b in (lo, hi)):
+        _fail("clamp", f"the bounds must be scalars or have x's shape {x.shape}")
+    return [x.update(weak_type=x.weak_type and lo.weak_type and hi.weak_type)]
+
+
+abstract_eval_rules[clamp_p] = _clamp_rule
+ELEMENTWISE.add(clamp_p)
+
 select_n_p = _new("select_n")  # select_n(pred, *cases): cases[pred]; false first, as in JAX
 
 

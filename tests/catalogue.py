@@ -273,6 +273,12 @@ program("lax_div_rem", lambda xnp, a, b, f, g: (lax.div(a, b), lax.rem(a, b), la
         reference=lambda a, b, f, g: (np.array([-2, 2, 2, -2, 0, -128, -1, -1], np.int8),
                                       np.array([-1, 1, -1, 1, 0, 0, 5, -5], np.int8),
                                       f / g, np.fmod(f, g)))
+program("lax_clamp", lambda xnp, x, i: (lax.clamp(-0.5, x, 0.5), lax.clamp(0.0, x, 1.0),
+                                       lax.clamp(np.int32(0), i, np.int32(3))),
+        lambda rng: (np.array([-2.0, -0.0, 0.25, np.nan, 3.0]),
+                     np.array([-5, 0, 2, 9], np.int32)),
+        reference=lambda x, i: (np.clip(x, -0.5, 0.5), np.array([0.0, 0.0, 0.25, np.nan, 1.0]),
+                                np.clip(i, 0, 3)))
 program("dtype_float_functions_of_ints",
         lambda xnp, i32, i8, b, i16, u8: (xnp.sin(i32), xnp.sqrt(i8), xnp.exp(b), i8 / i8,
                                           xnp.mean(i8), xnp.mean(b), xnp.log(i16),

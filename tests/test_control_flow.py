@@ -106,7 +106,7 @@ def _switch_ref(i, x):
 def _switch_program(index) -> Program:
     return Program(
         f"switch_index_{index}", _switch, _switch_ref,
-        lambda rng: (np.int64(index), rng.standard_normal(4)), ("cond", "max", "min"),
+        lambda rng: (np.int64(index), rng.standard_normal(4)), ("cond", "clamp"),
     )
 
 

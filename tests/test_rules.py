@@ -34,7 +34,7 @@ COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 BINARY = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "max", "min", "and",
           "or", "xor", "atan2", "rem"} | COMPARISONS
 COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"}
-ELEMENTWISE = UNARY | BINARY | {"select_n"}
+ELEMENTWISE = UNARY | BINARY | {"select_n", "clamp"}
 REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin"}
 STRUCTURAL = {"dot_general", "reshape", "transpose", "broadcast_in_dim", "squeeze",
               "concatenate", "pad", "slice", "rev", "dynamic_slice", "dynamic_update_slice",

@@ -295,6 +295,15 @@ numba_rules[P.convert_element_type_p] = Expression(_convert)
 numba_rules[P.select_n_p] = Expression(_select_n)
 
 
+def _clamp(a, eqn):
+    """min(max(x, lo), hi), with max and min's NaN and signed-zero rules."""
+    lo, x, hi = a
+    return _min([_max([x, lo], eqn), hi], eqn)
+
+
+numba_rules[P.clamp_p] = Expression(_clamp)
+
+
 def scalar_expr(eqn: Eqn, args: list[str]) -> str:
     """The per-element expression for an elementwise equation, in its output dtype."""
     expr = numba_rules[eqn.primitive].rule(args, eqn)

@@ -113,8 +113,7 @@ def switch(index, branches: Sequence[Callable], *operands):
     if isinstance(index, int):  # a static index picks its branch now, clamped the same way
         index = np.int32(min(max(index, 0), len(branches) - 1))
     else:
-        index = lax.max(_as_int32(index), np.int32(0))
-        index = lax.min(index, np.int32(len(branches) - 1))
+        index = lax.clamp(np.int32(0), _as_int32(index), np.int32(len(branches) - 1))
     return _cond(index, list(branches), operands, "switch")
 
 

@@ -173,6 +173,11 @@ def ge(x, y):
     return bind(P.ge_p, x, y)
 
 
+def clamp(min, x, max):  # noqa: A002 - JAX's names
+    """`x` limited to [min, max]: min(max(x, min), max); the bounds are scalars or x's shape."""
+    return bind(P.clamp_p, min, x, max)
+
+
 def select(pred, on_true, on_false):
     """`on_true` where `pred` else `on_false`, elementwise (both are computed)."""
     return bind(P.select_n_p, pred, on_false, on_true)
