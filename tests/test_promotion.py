@@ -440,3 +440,15 @@ def test_a_weak_and_a_strong_array_are_different_cache_entries():
     assert f(weak).dtype == np.float32
     assert f(np.ones(3) * 2.5).dtype == np.float64  # a strong float64 array: f64
     assert f.trace_count == 2
+
+
+@pytest.mark.parametrize("fn", [mnp.negative, mnp.positive, mnp.absolute, mnp.sign, mnp.floor,
+                                mnp.ceil, mnp.square], ids=lambda f: f.__name__)
+def test_unary_functions_of_python_scalars_stay_weak(fn):
+    # JAX 0.10.2: jnp.negative(2) is a weak int64, jnp.negative(2.5) a weak float64, ...
+    for value, dtype in ((2, np.int64), (2.5, np.float64)):
+        eager = fn(value)
+        (traced,) = mj.make_jaxpr(fn)(value).out_avals
+        assert (eager.dtype, eager.weak_type) == (dtype, True)
+        assert (traced.dtype, traced.weak_type) == (dtype, True)
+    assert not fn(np.int8(3)).weak_type and fn(np.int8(3)).dtype == np.int8

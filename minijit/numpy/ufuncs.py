@@ -205,34 +205,49 @@ def logical_not(x):
     return lax.bitwise_not(_operand_array(_as_bool(x)))
 
 
+def _unary_operand(x):
+    """`x` for a unary primitive: an array, or a Python scalar (not a bool), which the
+    primitive then takes as a weak literal: `mnp.negative(2)` is a weak int64, as in JAX."""
+    x = _operand(x)
+    return x if isinstance(x, _SCALARS) and not isinstance(x, bool) else _operand_array(x)
+
+
+def _identity(x):
+    """`x` itself as an array; a Python scalar becomes a weakly typed one."""
+    x = _unary_operand(x)
+    if isinstance(x, _SCALARS):
+        return lax.convert_element_type(x, dtypes.python_scalar_dtype(x), weak_type=True)
+    return x
+
+
 def negative(x):
-    return lax.neg(_operand_array(x))
+    return lax.neg(_unary_operand(x))
 
 
 def positive(x):
-    return _operand_array(x)
+    return _identity(x)
 
 
 def absolute(x):
-    x = _operand_array(x)
-    return x if _aval(x).dtype.kind in "bu" else lax.abs(x)
+    x = _unary_operand(x)
+    return _identity(x) if _aval(x).dtype.kind in "bu" else lax.abs(x)
 
 
 abs = absolute  # noqa: A001
 
 
 def sign(x):
-    return lax.sign(_operand_array(x))
+    return lax.sign(_unary_operand(x))
 
 
 def floor(x):
-    x = _operand_array(x)  # ints and bools are their own floor, and keep their dtype (JAX)
-    return x if _aval(x).dtype.kind in "biu" else lax.floor(x)
+    x = _unary_operand(x)  # ints and bools are their own floor, and keep their dtype (JAX)
+    return _identity(x) if _aval(x).dtype.kind in "biu" else lax.floor(x)
 
 
 def ceil(x):
-    x = _operand_array(x)
-    return x if _aval(x).dtype.kind in "biu" else lax.ceil(x)
+    x = _unary_operand(x)
+    return _identity(x) if _aval(x).dtype.kind in "biu" else lax.ceil(x)
 
 
 def _float_unary(fn):
@@ -259,7 +274,7 @@ sqrt = _float_unary(lax.sqrt)
 
 
 def square(x):
-    return power(_operand_array(x), 2)  # power computes bools in int32, as JAX does
+    return power(_identity(x), 2)  # power computes bools in int32, as JAX does
 
 
 def isfinite(x):
