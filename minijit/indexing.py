@@ -103,8 +103,8 @@ def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]
                     axes.append(_Axis(0, 0, drop=True))
                 elif d == 0:
                     raise IndexError(f"index {k} is out of bounds for axis {dim} with size 0")
-                else:  # negative counts from the end first: -11 of 10 is -1, clamped to 0
-                    axes.append(_Axis(min(max(k + d if k < 0 else k, 0), d - 1), 1, drop=True))
+                else:
+                    axes.append(_Axis(_clamped(k, d), 1, drop=True))
             else:
                 axes.append(_Axis(k % d, 1, drop=True))
         dim += 1
@@ -269,7 +269,8 @@ class IndexUpdateRef:
             indices_are_sorted=False, unique_indices=False):
         x = mnp.asarray(self.array)
         _check_mode(mode, ("clip", "promise_in_bounds", "fill"))
-        index, ok = _bounded(x.shape, self.index, "clip", wrap_negative_indices)
+        index, ok = _bounded(x.shape, self.index, "read", wrap_negative_indices,
+                             want_ok=mode == "fill")
         out = getitem(x, index)
         if mode != "fill" or ok is True:
             return out
@@ -326,13 +327,24 @@ def _default_fill(dtype: np.dtype):
     return int(info.min if dtype.kind == "i" else info.max)
 
 
-def _bounded(shape, index, mode: str, wrap_negative: bool):
-    """`index` with its integer components (static or traced) made to follow `mode`, and
-    whether they were all in bounds (a Python bool, or a traced one).
+def _clamped(k: int, d: int) -> int:
+    """A static index into an axis of length `d > 0`, counted from the end when negative and
+    then clamped into bounds (JAX's out-of-bounds read: -11 of 10 is -1, then 0)."""
+    return min(max(k + d if k < 0 else k, 0), d - 1)
 
-    "clip" clamps each into its axis; "drop" leaves an in-bounds one as it is and turns an
-    out-of-bounds one into the axis length (which `index_update` then drops). Without
-    `wrap_negative`, a negative index is out of bounds rather than counted from the end."""
+
+def _bounded(shape, index, mode: str, wrap_negative: bool, want_ok: bool = False):
+    """`index` with its integer components (static or traced) made to follow `mode`, and,
+    with `want_ok`, whether they were all in bounds (a Python bool, or a traced one; True
+    otherwise).
+
+    "read" and "drop" leave an in-bounds index as it is (reads clamp by themselves, and
+    `index_update` drops an out-of-bounds update); "clip" clamps each into its axis. Without
+    `wrap_negative`, a negative index is out of bounds rather than counted from the end: it
+    reads as 0, and "drop" turns it into the axis length, which is dropped. With nothing to
+    change or to report, the index is returned as it is, so no equation is staged."""
+    if mode != "clip" and wrap_negative and not want_ok:
+        return index, True
     parts = list(index) if isinstance(index, tuple) else [index]
     n_real = sum(1 for i in parts if i is not None and i is not Ellipsis)
     dim, ok = 0, True
@@ -349,23 +361,24 @@ def _bounded(shape, index, mode: str, wrap_negative: bool):
         if isinstance(i, (bool, np.bool_)) or not isinstance(
                 i, (int, np.integer, Tracer)) and not _is_int_scalar_array(i):
             continue  # a slice, or something `_parse` will refuse
+        negative_to = d if mode == "drop" else 0
         if isinstance(i, Tracer):
             if i.ndim or not dtypes.is_int(i.dtype):
                 continue
-            lo = -d if wrap_negative else 0
-            inside = mnp.logical_and(mnp.greater_equal(i, lo), mnp.less(i, d))
-            ok = inside if ok is True else mnp.logical_and(ok, inside)
+            if want_ok:
+                lo = -d if wrap_negative else 0
+                inside = mnp.logical_and(mnp.greater_equal(i, lo), mnp.less(i, d))
+                ok = inside if ok is True else mnp.logical_and(ok, inside)
             if not wrap_negative:
-                i = mnp.where(mnp.less(i, 0), d if mode == "drop" else 0, i)
+                i = mnp.where(mnp.less(i, 0), negative_to, i)
             if mode == "clip" and d:
                 i = mnp.clip(_normalize(i, d), 0, d - 1)
         else:
             i = operator.index(i)
-            inside = (-d if wrap_negative else 0) <= i < d
-            ok = ok and inside
+            ok = ok and (-d if wrap_negative else 0) <= i < d
             if not wrap_negative and i < 0:
-                i = d if mode == "drop" else 0
+                i = negative_to
             elif mode == "clip" and d:
-                i = min(max(i + d if i < 0 else i, 0), d - 1)
+                i = _clamped(i, d)
         parts[k] = i
     return (tuple(parts) if isinstance(index, tuple) else parts[0]), ok

@@ -192,3 +192,11 @@ def test_at_fill_values_by_dtype():
     np.testing.assert_array_equal(mnp.arange(5.0).at[1:3].get(mode="fill"), [1.0, 2.0])
     with pytest.raises(ValueError, match="mode='wrap' is not one of"):
         mnp.arange(5.0).at[1].get(mode="wrap")
+
+
+def test_at_get_without_keywords_stages_what_indexing_stages():
+    """The keywords cost nothing unless used: no bounds check is staged for a plain get."""
+    x = np.ones(3)
+    plain = str(mj.make_jaxpr(lambda a, i: a[i])(x, 1))
+    assert str(mj.make_jaxpr(lambda a, i: a.at[i].get())(x, 1)) == plain
+    assert str(mj.make_jaxpr(lambda a, i: a.at[i].get(mode="clip"))(x, 1)) == plain
