@@ -112,15 +112,10 @@ def _plain(x):
     return x
 
 
-_SCALAR_OPERATORS = {  # NumPy routes `np.float32(2) * x` here, as the ufunc `multiply`
-    np.add: mnp.add, np.subtract: mnp.subtract, np.multiply: mnp.multiply,
-    np.true_divide: mnp.true_divide, np.floor_divide: mnp.floor_divide,
-    np.remainder: mnp.remainder, np.power: mnp.power, np.matmul: mnp.matmul,
-    np.bitwise_and: mnp.bitwise_and, np.bitwise_or: mnp.bitwise_or,
-    np.bitwise_xor: mnp.bitwise_xor, np.less: mnp.less, np.less_equal: mnp.less_equal,
-    np.greater: mnp.greater, np.greater_equal: mnp.greater_equal, np.equal: mnp.equal,
-    np.not_equal: mnp.not_equal,
-}
+# NumPy routes `np.float32(2) * x` here, as the ufunc `multiply`: each operator's ufunc is
+# NumPy's function of the same name as the mnp function behind it.
+_SCALAR_OPERATORS = {getattr(np, f.__name__): f
+                     for f, _ in (*_BINARY.values(), *_COMPARISONS.values())}
 
 
 def _refuse_out(kwargs) -> None:

@@ -185,14 +185,17 @@ class EvalTrace:
         return "EvalTrace"
 
 
+def has_nan(values) -> bool:
+    """Whether any of the float arrays among `values` holds a NaN (`config.debug_nans`)."""
+    return any(v.dtype.kind == "f" and np.isnan(v).any() for v in map(np.asarray, values))
+
+
 def _check_nans(prim: Primitive, outs) -> None:
     """`config.debug_nans`: JAX's FloatingPointError for a NaN that `prim` just made."""
-    for o in outs:
-        o = np.asarray(o)
-        if o.dtype.kind == "f" and np.isnan(o).any():
-            where = user_line()
-            raise FloatingPointError(f"invalid value (nan) encountered in {prim.name}"
-                                     + (f"\n  at {where}" if where else ""))
+    if has_nan(outs):
+        where = user_line()
+        raise FloatingPointError(f"invalid value (nan) encountered in {prim.name}"
+                                 + (f"\n  at {where}" if where else ""))
 
 
 def checked_abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:

@@ -35,7 +35,7 @@ from minijit.arguments import ArgSpec, SplitArgs, split_args
 from minijit.array import Array, wrap
 from minijit.backends import get_backend
 from minijit.config import config
-from minijit.core import is_tracing, trace_state
+from minijit.core import has_nan, is_tracing, trace_state
 from minijit.explain import aval_str, differences, explain_miss
 from minijit.ir import ClosedJaxpr
 from minijit.jit_call import call_jitted
@@ -98,7 +98,7 @@ class CacheEntry:
         self.single_strong = self.single and not self.out_weak[0]
 
     def wrap_outputs(self, outs):
-        return tree_unflatten(self.out_tree, [wrap(o, w) for o, w in zip(outs, self.out_weak)])
+        return _as_outputs(self.out_tree, outs, self.out_weak)
 
 
 @dataclass
@@ -225,7 +225,7 @@ class JitFunction:
         entry.calls += 1
         if any(donated):
             _mark_donated(split.leaves, donated)
-        if config.debug_nans and _has_nan(outs):
+        if config.debug_nans and has_nan(outs):
             if any(donated):  # their buffers now hold results: nothing to run again on
                 raise FloatingPointError(
                     f"invalid value (nan) in the output of jit({self.spec.fun_name}); its "
@@ -411,20 +411,18 @@ class Compiled:
         statics = lowered.statics
         if not statics:
             return args, kwargs
-        given = [p for p in statics if (p[0] == "kwarg" and p[1] in kwargs)
-                 or (p[0] == "arg" and len(args) > sum(1 for q in lowered.positions
-                                                         if q[0] == "arg"))]
-        if given:
+        positional = [p for p in lowered.positions if p[0] == "arg"]  # the dynamic ones
+        if len(args) > len(positional) or any(
+                p[0] == "kwarg" and p[1] in kwargs for p in statics):
             names = ", ".join(lowered.static_names)
             raise TypeError(
                 f"this compiled function was lowered with its static arguments ({names}) "
                 "fixed; call it with the dynamic arguments only, as in JAX: compiled(x), not "
                 "compiled(x, n). For other static values, lower again.")
-        values = dict(statics)
-        values.update(zip([p for p in lowered.positions if p[0] == "arg"], args))
-        n_pos = max([p[1] for p in values if p[0] == "arg"], default=-1) + 1
-        if any(("arg", i) not in values for i in range(n_pos)):
+        if len(args) < len(positional):
             return args, kwargs  # too few arguments: split_args says which are missing
+        values = {**statics, **dict(zip(positional, args))}
+        n_pos = 1 + max((p[1] for p in values if p[0] == "arg"), default=-1)
         full = tuple(values[("arg", i)] for i in range(n_pos))
         return full, {**{p[1]: v for p, v in statics.items() if p[0] == "kwarg"}, **kwargs}
 
@@ -443,8 +441,7 @@ class Compiled:
         outs = self.executable(*leaves)
         if any(donated):
             _mark_donated(split.leaves, donated)
-        weak = [a.weak_type for a in traced.jaxpr.out_avals]
-        return tree_unflatten(traced.out_tree, [wrap(o, w) for o, w in zip(outs, weak)])
+        return _as_outputs(traced.out_tree, outs, [a.weak_type for a in traced.jaxpr.out_avals])
 
     def as_text(self) -> str:
         return self.executable.as_text()
@@ -488,10 +485,6 @@ def _fast_key(args) -> tuple | None:
     return tuple(key)
 
 
-def _has_nan(outs) -> bool:
-    return any(o.dtype.kind == "f" and np.isnan(o).any() for o in map(np.asarray, outs))
-
-
 def _as_arrays(tree):
     """Under disable_jit, NumPy array arguments become `Array`s (so `.at` works)."""
     return tree_map(lambda x: wrap(x) if isinstance(x, np.ndarray) and
@@ -506,6 +499,12 @@ def _check_not_donated(leaves, names, fun_name):
                 "earlier call (donate_argnums), so its buffer may have been reused. Pass the "
                 "array that call returned, or a fresh one."
             )
+
+
+def _as_outputs(out_tree: PyTreeDef, outs, weak) -> Any:
+    """A call's result: each output an `Array`, weakly typed where its aval is, in the tree
+    the function returned."""
+    return tree_unflatten(out_tree, [wrap(o, w) for o, w in zip(outs, weak)])
 
 
 def _leaves_to_run(split: SplitArgs, consts, fun_name: str) -> tuple[list, list[bool]]:
