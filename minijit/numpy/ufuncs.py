@@ -110,52 +110,34 @@ def minimum(x, y):
     return _binary(lax.min, x, y)
 
 
-def _wrap_int(value: int, dtype: np.dtype) -> int:
-    """`value` wrapped around into the range of the integer `dtype` (two's complement).
-
-    Like a Python int passed to jit (and as in JAX), it must fit int64 in the first place."""
-    dtypes.python_scalar_dtype(value)  # the OverflowError if it does not
-    bits = 8 * dtype.itemsize
-    value %= 2**bits
-    return value - 2**bits if dtype.kind == "i" and value >= 2 ** (bits - 1) else value
-
-
-def _compare(fn, x, y):
-    """A comparison. A Python int that does not fit the other operand's integer dtype wraps
-    around into it first, as in JAX: `uint8_array > -1` compares with 255 (all False).
-    (NumPy 2 compares such ints exactly; minijit follows JAX, so that the int behaves the same
-    closed over as passed to jit, where it is converted as a weakly typed int64.)"""
-    xs = [_operand(x), _operand(y)]
-    target, weak = _promoted_type(xs)
-    if not weak and target.kind in "iu":
-        info = np.iinfo(target)
-        xs = [_wrap_int(v, target) if type(v) is int and not info.min <= v <= info.max else v
-              for v in xs]
-    return _binary(fn, *xs)
+# Comparisons: a Python int that does not fit the other operand's integer dtype wraps around
+# into it first, as in JAX (`_convert` does it for every operation): `uint8_array > -1`
+# compares with 255 (all False). NumPy 2 compares such ints exactly; minijit follows JAX, so
+# the int behaves the same closed over as passed to jit, where it is a weakly typed int64.
 
 
 def equal(x, y):
-    return _compare(lax.eq, x, y)
+    return _binary(lax.eq, x, y)
 
 
 def not_equal(x, y):
-    return _compare(lax.ne, x, y)
+    return _binary(lax.ne, x, y)
 
 
 def less(x, y):
-    return _compare(lax.lt, x, y)
+    return _binary(lax.lt, x, y)
 
 
 def less_equal(x, y):
-    return _compare(lax.le, x, y)
+    return _binary(lax.le, x, y)
 
 
 def greater(x, y):
-    return _compare(lax.gt, x, y)
+    return _binary(lax.gt, x, y)
 
 
 def greater_equal(x, y):
-    return _compare(lax.ge, x, y)
+    return _binary(lax.ge, x, y)
 
 
 def bitwise_and(x, y):

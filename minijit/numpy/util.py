@@ -103,7 +103,9 @@ def _convert(x, target: np.dtype, weak: bool):
             return {"b": bool, "i": int, "u": int, "f": float}[target.kind](x)
         if isinstance(x, int) and not isinstance(x, bool) and target.kind in "iu":
             # JAX's behaviour for a weak int that does not fit: it wraps around into the
-            # target dtype (`int8_array + 300` adds 44), where NumPy raises OverflowError.
+            # target dtype, two's complement (`int8_array + 300` adds 44, `uint8_array > -1`
+            # compares with 255), where NumPy raises OverflowError (or compares exactly). It
+            # must fit int64 first, as for a Python int passed to jit: else OverflowError.
             return np.asarray(x, dtypes.python_scalar_dtype(x)).astype(target)[()]
         return target.type(x)
     aval = _aval(x)
