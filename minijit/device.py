@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from minijit.array import Array, wrap
 from minijit.core import Tracer
 from minijit.numpy import asarray
@@ -38,6 +36,6 @@ def device_put(x: Any, device: Any = None) -> Any:
         if isinstance(leaf, (Tracer, Array)):
             return leaf
         weak = isinstance(leaf, (int, float)) and not isinstance(leaf, bool)
-        return wrap(np.asarray(asarray(leaf)), weak_type=weak)
+        return wrap(asarray(leaf), weak_type=weak)
 
     return tree_map(put, x)
