@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from minijit import pretty_printer as pp
 from minijit.core import Primitive, ShapedArray, abstract_eval
 
 # --------------------------------------------------------------------------- data
@@ -125,6 +126,7 @@ class VarNames:
         self.names: dict[int, str] = {}
         self.counter = itertools.count()
         self.named: list[Var] = []  # keeps named vars alive, so their ids are not reused
+        self.dropped: set[int] = set()  # ids of outputs nothing reads: printed as `_`
 
     def __call__(self, v: Var) -> str:
         if id(v) not in self.names:
@@ -170,23 +172,38 @@ def _pp_scalar(val, aval: ShapedArray) -> str:
 
 
 def _pp_binder(v: Var, names: VarNames) -> str:
-    return f"{names(v)}:{v.aval.str_short()}"
+    # An output nothing reads prints as `_`, as JAX's drop variables do (see `_pp_jaxpr`).
+    name = "_" if id(v) in names.dropped else names(v)
+    return f"{name}:{v.aval.str_short()}"
 
 
-def pp_param(value, names: VarNames, indent: int) -> str:
+def _pp_vars(parts: Sequence[str], sep: str = "") -> pp.Doc:
+    """Names separated by spaces that wrap, when too long for the line, indented by 2."""
+    return pp.nest(2, pp.group(pp.join(pp.text(sep) + pp.group(pp.brk()),
+                                       [pp.text(x) for x in parts])))
+
+
+class Shown(str):
+    """A param value printed as this text, without quotes (`name=f`, `([1], [0])`)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def pp_param(value, names: VarNames) -> pp.Doc:
     if isinstance(value, Jaxpr):
-        return _pp_jaxpr(value, names, indent)
+        return _pp_jaxpr(value, names)
     if isinstance(value, ClosedJaxpr):
-        return _pp_jaxpr(value.jaxpr, names, indent)
+        return _pp_jaxpr(value.jaxpr, names)
     if isinstance(value, np.dtype):
-        return value.name
+        return pp.text(value.name)
     if isinstance(value, type) and issubclass(value, np.generic):
-        return np.dtype(value).name
-    if isinstance(value, tuple) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
-        pad = " " * (indent + 2)
-        inner = "\n".join(pad + pp_param(x, names, indent + 2) for x in value)
-        return f"(\n{inner}\n{' ' * indent})"
-    return repr(value)
+        return pp.text(np.dtype(value).name)
+    if isinstance(value, tuple) and value and all(
+            isinstance(x, (Jaxpr, ClosedJaxpr)) for x in value):
+        return pp.group(pp.nest(2, pp.text("(") + pp.brk("") + pp.join(
+            pp.brk(), [pp_param(x, names) for x in value])) + pp.brk("") + pp.text(")"))
+    return pp.text(repr(value))
 
 
 def subjaxprs(eqn: Eqn) -> list[Jaxpr]:
@@ -201,58 +218,67 @@ def subjaxprs(eqn: Eqn) -> list[Jaxpr]:
     return out
 
 
-def _has_subjaxpr(eqn: Eqn) -> bool:
-    return bool(subjaxprs(eqn))
-
-
 # Printing rules for the few primitives that do not print the default way (JAX's
-# `pp_eqn_rules`): `rule(eqn, names, indent) -> str`. Optional, unlike the tables in core.
-pp_eqn_rules: dict[Primitive, Callable[[Eqn, VarNames, int], str]] = {}
+# `pp_eqn_rules`): `rule(eqn, names) -> pp.Doc`. Optional, unlike the tables in core.
+pp_eqn_rules: dict[Primitive, Callable[[Eqn, VarNames], pp.Doc]] = {}
 
 
-def pp_eqn(eqn: Eqn, names: VarNames, indent: int = 4) -> str:
+def eqn_doc(eqn: Eqn, names: VarNames) -> pp.Doc:
     rule = pp_eqn_rules.get(eqn.primitive)
-    return rule(eqn, names, indent) if rule else pp_eqn_default(eqn, names, indent)
+    return rule(eqn, names) if rule else pp_eqn_default(eqn, names)
 
 
-def pp_eqn_default(eqn: Eqn, names: VarNames, indent: int = 4,
-                   param_order: Sequence[str] | None = None) -> str:
-    """`outs = name[params] ins`; params sorted unless `param_order` says otherwise."""
-    keys = sorted(eqn.params) if param_order is None else param_order
-    lhs = " ".join(_pp_binder(v, names) for v in eqn.outvars) or "_"
-    rhs_args = " ".join(pp_atom(a, names) for a in eqn.invars)
-    if not eqn.params:
-        return f"{lhs} = {eqn.primitive.name} {rhs_args}".rstrip()
-    if _has_subjaxpr(eqn):
-        pad = " " * (indent + 2)
-        params = "\n".join(f"{pad}{k}={pp_param(eqn.params[k], names, indent + 2)}"
-                           for k in keys)
-        return f"{lhs} = {eqn.primitive.name}[\n{params}\n{' ' * indent}] {rhs_args}".rstrip()
-    params = " ".join(f"{k}={pp_param(eqn.params[k], names, indent)}" for k in keys)
-    return f"{lhs} = {eqn.primitive.name}[{params}] {rhs_args}".rstrip()
+def pp_eqn(eqn: Eqn, names: VarNames) -> str:
+    return eqn_doc(eqn, names).format()
 
 
-def _pp_jaxpr(jaxpr: Jaxpr, names: VarNames, indent: int) -> str:
-    consts = " ".join(_pp_binder(v, names) for v in jaxpr.constvars)
-    args = " ".join(_pp_binder(v, names) for v in jaxpr.invars)
-    head = f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"
-    body = [" " * (indent + 4) + pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
-    outs = ", ".join(pp_atom(a, names) for a in jaxpr.outvars)
-    outs = f"({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
-    if not body:
-        return f"{head}  in {outs}"
-    return "\n".join([head, *body, f"{' ' * (indent + 2)}in {outs}"])
+def pp_eqn_default(eqn: Eqn, names: VarNames, params: dict | None = None,
+                   param_order: Sequence[str] | None = None) -> pp.Doc:
+    """`outs = name[k=v ...] ins` (params sorted unless `param_order` says otherwise); the
+    params stay on the line when they fit, else go one per line. An equation without outputs
+    (an effect) prints without `_ =`, as in JAX."""
+    params = eqn.params if params is None else params
+    keys = sorted(params) if param_order is None else param_order
+    lhs = _pp_vars([_pp_binder(v, names) for v in eqn.outvars])  # named first, as printed
+    rhs = [pp.text(eqn.primitive.name)]
+    if keys:
+        pairs = [pp.text(f"{k}=") + pp_param(params[k], names) for k in keys]
+        rhs.append(pp.group(pp.nest(2, pp.text("[") + pp.brk("") + pp.join(pp.brk(), pairs))
+                            + pp.brk("") + pp.text("]")))
+    rhs.append(pp.text(" ") + _pp_vars([pp_atom(a, names) for a in eqn.invars]))
+    if not eqn.outvars:
+        return pp.concat(rhs)
+    return pp.concat([lhs, pp.text(" = "), *rhs])
 
 
-def pp_jaxpr(jaxpr: Jaxpr) -> str:
-    """Print a Jaxpr in JAX's layout. Deterministic: names follow order of appearance."""
-    return _pp_jaxpr(jaxpr, VarNames(), 0)
+def _unread_outputs(jaxpr: Jaxpr) -> set[int]:
+    read = {id(a) for e in jaxpr.eqns for a in e.invars} | {id(a) for a in jaxpr.outvars}
+    return {id(v) for e in jaxpr.eqns for v in e.outvars if id(v) not in read}
+
+
+def _pp_jaxpr(jaxpr: Jaxpr, names: VarNames) -> pp.Doc:
+    names.dropped |= _unread_outputs(jaxpr)
+    consts = _pp_vars([_pp_binder(v, names) for v in jaxpr.constvars])
+    args = _pp_vars([_pp_binder(v, names) for v in jaxpr.invars])
+    eqns = pp.join(pp.brk("; "), [eqn_doc(e, names) for e in jaxpr.eqns])
+    outs = _pp_vars([pp_atom(a, names) for a in jaxpr.outvars], sep=",")
+    outs = pp.text("(") + outs + pp.text(",)" if len(jaxpr.outvars) == 1 else ")")
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ lambda "), consts, pp.text("; "), args, pp.text(". let"),
+        pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs]))) + pp.text(" }")
+
+
+def pp_jaxpr(jaxpr: Jaxpr, width: int = pp.WIDTH) -> str:
+    """Print a Jaxpr in JAX's layout: what fits in `width` columns stays on one line.
+    Deterministic: names follow order of appearance."""
+    return _pp_jaxpr(jaxpr, VarNames()).format(width)
 
 
 def name_like_the_printer(jaxpr: Jaxpr, names: VarNames) -> None:
     """Give every Var of `jaxpr` (sub-Jaxprs too) the name `pp_jaxpr` gives it, so that text
     written later with `names` (generated code) reads side by side with the printed program."""
-    _pp_jaxpr(jaxpr, names, 0)
+    _pp_jaxpr(jaxpr, names)
+    names.dropped.clear()  # generated code names every variable it writes
 
 
 def pp_eqn_alone(eqn: Eqn) -> str:
@@ -261,7 +287,7 @@ def pp_eqn_alone(eqn: Eqn) -> str:
     for a in eqn.invars:  # inputs first, so names read in order of appearance
         if isinstance(a, Var):
             names(a)
-    return pp_eqn(eqn, names, 0)
+    return pp_eqn(eqn, names)
 
 
 # --------------------------------------------------------------------------- type checking

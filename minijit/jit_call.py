@@ -26,11 +26,10 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from minijit.core import Primitive, ShapedArray, abstract_eval_rules, bind, impl_rules
 from minijit.interpret import eval_jaxpr
-from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, VarNames, pp_eqn_default, pp_eqn_rules
+from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Shown, VarNames, pp_eqn_default, pp_eqn_rules
 
 jit_p = Primitive("jit", multiple_results=True)
 
@@ -52,22 +51,15 @@ abstract_eval_rules[jit_p] = _jit_abstract_eval
 impl_rules[jit_p] = lambda *args, jaxpr, name: eval_jaxpr(jaxpr, (), *args)
 
 
-class _Bare(str):
-    """A string param printed without quotes: `name=inner`, as JAX prints it."""
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-def _jit_pp_rule(eqn: Eqn, names: VarNames, indent: int) -> str:
+def _jit_pp_rule(eqn: Eqn, names: VarNames):
     # As JAX: the body's inputs and outputs take the names of the caller's atoms, so the body
     # reads as the call site does; `name` comes first, to scan a program by function name.
     body = eqn.params["jaxpr"]
     names.suggest(body.invars, eqn.invars)
     names.suggest(body.outvars, eqn.outvars)
     rest = sorted(k for k in eqn.params if k != "name")
-    shown = replace(eqn, params={**eqn.params, "name": _Bare(eqn.params["name"])})
-    return pp_eqn_default(shown, names, indent, param_order=["name", *rest])
+    params = {**eqn.params, "name": Shown(eqn.params["name"])}
+    return pp_eqn_default(eqn, names, params, param_order=["name", *rest])
 
 
 pp_eqn_rules[jit_p] = _jit_pp_rule

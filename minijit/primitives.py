@@ -42,6 +42,7 @@ from minijit.core import (
     ShapedArray,
     abstract_eval_rules,
 )
+from minijit.ir import Shown, pp_eqn_default, pp_eqn_rules
 
 ALL_PRIMITIVES: dict[str, Primitive] = {}
 
@@ -302,6 +303,16 @@ def _dot_general_rule(lhs, rhs, *, dimension_numbers, preferred_element_type):
 abstract_eval_rules[dot_general_p] = _dot_general_rule
 
 
+def _dot_general_pp_rule(eqn, names):
+    # JAX prints the axis groups as lists: dimension_numbers=(([1], [0]), ([], [])).
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    shown = Shown(f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))")
+    return pp_eqn_default(eqn, names, {**eqn.params, "dimension_numbers": shown})
+
+
+pp_eqn_rules[dot_general_p] = _dot_general_pp_rule
+
+
 # --------------------------------------------------------------------------- shapes
 
 reshape_p = _new("reshape")
@@ -343,6 +354,17 @@ def _broadcast_in_dim_rule(x: ShapedArray, *, shape, broadcast_dimensions):
 
 
 abstract_eval_rules[broadcast_in_dim_p] = _broadcast_in_dim_rule
+
+
+def _broadcast_in_dim_pp_rule(eqn, names):
+    # As JAX prints it: `shape` is the output's type, and no broadcast dimensions (a scalar
+    # operand) go unsaid.
+    params = {k: v for k, v in eqn.params.items()
+              if k != "shape" and (k != "broadcast_dimensions" or v)}
+    return pp_eqn_default(eqn, names, params)
+
+
+pp_eqn_rules[broadcast_in_dim_p] = _broadcast_in_dim_pp_rule
 
 squeeze_p = _new("squeeze")
 

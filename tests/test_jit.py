@@ -376,7 +376,7 @@ def test_closure_over_numpy_array_becomes_a_constant():
     np.testing.assert_array_equal(jf(np.ones(3)), [0.0, 1.0, 2.0])
     closed = jf.trace(np.ones(3)).jaxpr
     assert len(closed.consts) == 1 and np.array_equal(closed.consts[0], w)
-    assert str(closed).startswith("{ lambda a:f64[3] ; b:f64[3]. let")
+    assert str(closed).startswith("{ lambda a:f64[3]; b:f64[3]. let")
 
 
 def test_closure_over_python_scalar_becomes_a_literal():
@@ -547,12 +547,8 @@ def test_trace_stage():
     jf = mj.jit(_poly)
     traced = jf.trace(np.ones(3))
     text = str(traced.jaxpr)
-    assert text == (
-        "{ lambda ; a:f64[3]. let\n"
-        "    b:f64[3] = mul a a\n"
-        "    c:f64[3] = add b 1.0:f64[]\n"
-        "  in (c,) }"
-    )
+    assert text == ("{ lambda ; a:f64[3]. let "
+                    "b:f64[3] = mul a a; c:f64[3] = add b 1.0:f64[] in (c,) }")
     assert traced.as_text() == text
     assert jf.trace_count == 0 and jf._cache_size() == 0  # AOT does not touch the cache
 

@@ -136,8 +136,8 @@ PRINTED = {
           in (c, d) }
         """,
     ),
-    # A captured outer value comes first among the operands, as in JAX. (JAX prints this
-    # short body on one line: it breaks lines by width, minijit after every equation.)
+    # A captured outer value comes first among the operands, as in JAX; the short body fits
+    # on one line, so it prints on one, as JAX's does (the text is JAX's, verbatim).
     "closure_over_an_outer_tracer": (
         lambda x: mj.jit(lambda y: y + x)(x * 2.0), (X,),
         """
@@ -145,9 +145,7 @@ PRINTED = {
             b:f64[3] = mul a 2.0:f64[]
             c:f64[3] = jit[
               name=<lambda>
-              jaxpr={ lambda ; a:f64[3] b:f64[3]. let
-                  c:f64[3] = add b a
-                in (c,) }
+              jaxpr={ lambda ; a:f64[3] b:f64[3]. let c:f64[3] = add b a in (c,) }
             ] a b
           in (c,) }
         """,
@@ -205,8 +203,8 @@ def test_a_numpy_constant_captured_by_the_callee_is_an_operand():
     minijit's sub-jaxprs never have constvars, so it is the caller's constvar, passed in."""
     w = np.arange(3.0)
     text = str(mj.make_jaxpr(lambda x: mj.jit(lambda v: v + w)(x))(X))
-    assert text.splitlines()[0] == "{ lambda a:f64[3] ; b:f64[3]. let"
-    assert "      jaxpr={ lambda ; a:f64[3] b:f64[3]. let" in text
+    assert text.splitlines()[0] == "{ lambda a:f64[3]; b:f64[3]. let"
+    assert "      jaxpr={ lambda ; a:f64[3] b:f64[3]. let c:f64[3] = add b a in (c,) }" in text
     assert text.splitlines()[-2] == "    ] a b"
 
 

@@ -17,7 +17,7 @@ from minijit import core, dtypes
 from minijit.core import ShapedArray, abstract_eval_rules, impl_rules
 from minijit.ir import Jaxpr, subjaxprs
 from minijit.lax.control_flow import CONTROL_FLOW
-from minijit.passes import REMOVED_BEFORE_CODEGEN, run_passes
+from minijit.passes import INTRODUCED_BY_PIPELINE, REMOVED_BEFORE_CODEGEN, run_passes
 from minijit.primitives import ALL_PRIMITIVES
 
 # Every table `dict[Primitive, rule]` in core; a table added there is checked automatically.
@@ -96,7 +96,7 @@ def test_every_table_says_where_it_is_filled():
 @pytest.mark.parametrize("table", sorted(WHERE))
 def test_every_primitive_has_a_rule(table):
     rules = _every_table()[table]
-    wanted = {*ALL_PRIMITIVES.values(), *CONTROL_FLOW}
+    wanted = {*ALL_PRIMITIVES.values(), *CONTROL_FLOW, *INTRODUCED_BY_PIPELINE}
     # `jit` too, but not for code generation: eval_jaxpr and typecheck_jaxpr take a program
     # as traced, calls and all, while the optimizer inlines every call before codegen (see
     # test_primitives_removed_before_codegen).
@@ -256,16 +256,19 @@ def _primitives_in(jaxpr: Jaxpr) -> set:
 
 @pytest.fixture(scope="module")
 def catalogue_primitives() -> set[str]:
+    """Every primitive in a catalogue program, as traced or after PIPELINE."""
     found = set()
     for prog in PROGRAMS:
         closed = mj.make_jaxpr(prog.minijit_fn(), static_argnums=prog.static_argnums)(
             *prog.make_args())
         found |= {p.name for p in _primitives_in(closed.jaxpr)}
+        found |= {p.name for p in _primitives_in(run_passes(closed).jaxpr)}
     return found
 
 
 def test_every_primitive_is_exercised_by_the_catalogue(catalogue_primitives):
-    wanted = set(ALL_PRIMITIVES) | {p.name for p in CONTROL_FLOW | REMOVED_BEFORE_CODEGEN}
+    wanted = set(ALL_PRIMITIVES) | {
+        p.name for p in CONTROL_FLOW | REMOVED_BEFORE_CODEGEN | INTRODUCED_BY_PIPELINE}
     missing = sorted(wanted - catalogue_primitives)
     assert not missing, f"no catalogue program uses {missing}; add one to tests/catalogue.py"
 
@@ -279,7 +282,7 @@ def test_coverage_walks_sub_jaxprs(catalogue_primitives):
     top = {e.primitive.name for e in closed.eqns}
     assert "sin" not in top and "cond" in top
     assert {"sin", "cos", "cond"} <= {p.name for p in _primitives_in(closed.jaxpr)}
-    assert {"while", "cond", "scan", "fori_loop"} <= catalogue_primitives
+    assert {"while", "cond", "scan", "fori_loop", "fused"} <= catalogue_primitives
 
 
 def test_primitives_removed_before_codegen():

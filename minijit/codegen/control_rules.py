@@ -17,7 +17,8 @@ from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
 from minijit.debug import debug_callback_p
 from minijit.ir import Eqn, Jaxpr, Lit
-from minijit.lax.control_flow import cond_p, fori_loop_p, scan_p, while_p
+from minijit.lax.control_flow import cond_p, scan_p, while_p
+from minijit.passes.counted_loops import fori_loop_p
 from minijit.passes.fuse_elementwise import fused_p
 
 
@@ -189,7 +190,7 @@ def _scan(lo, eqn, args, outs):
     ys = outs[nk:]
     for y, v in zip(ys, eqn.outvars[nk:]):
         lo.line(f"{y} = {empty_like_var(v)}")
-    lo.line(f"for _t in range({n}):")
+    lo.line(f"for _t in range({n - 1}, -1, -1):" if p["reverse"] else f"for _t in range({n}):")
     lo.indent += 1
     x_exprs = [f"{x}[_t]" if len(shape_of(a)) > 1 else f"{x}[_t]" for x, a in
                zip(xs, eqn.invars[nc + nk:])]

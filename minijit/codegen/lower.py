@@ -64,7 +64,7 @@ class Source:
 
 def _describe(eqn: Eqn, names) -> str:
     """The equation on one line; a fused kernel or control flow is summarised."""
-    text = pp_eqn(eqn, names, 0)
+    text = pp_eqn(eqn, names)
     if "\n" not in text:
         return text
     outs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)

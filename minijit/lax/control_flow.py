@@ -20,19 +20,27 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from minijit import dtypes
-from minijit.core import Primitive, ShapedArray, abstract_eval_rules, bind, get_aval, impl_rules
+from minijit import primitives as P
+from minijit.core import (
+    Primitive,
+    ShapedArray,
+    Tracer,
+    abstract_eval_rules,
+    bind,
+    get_aval,
+    impl_rules,
+)
 from minijit.errors import api_boundaries
 from minijit.interpret import eval_jaxpr
-from minijit.ir import Jaxpr, Var
+from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.lax import ops as lax
 from minijit.tracing import trace_to_jaxpr
 from minijit.tree_util import PyTreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
 
 cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)
-fori_loop_p = Primitive("fori_loop", multiple_results=True)
 scan_p = Primitive("scan", multiple_results=True)
-CONTROL_FLOW = {cond_p, while_p, fori_loop_p, scan_p}
+CONTROL_FLOW = {cond_p, while_p, scan_p}
 
 
 # --------------------------------------------------------------------------- tracing helpers
@@ -293,67 +301,88 @@ abstract_eval_rules[while_p] = _while_abstract_eval
 impl_rules[while_p] = _while_impl
 
 
-def fori_loop(lower, upper, body_fun: Callable, init_val):
+def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
     """`for i in range(lower, upper): val = body_fun(i, val)`, staged; returns `val`.
 
-    Bounds may be Python ints or traced integer scalars. (JAX expresses this as a `while` or
-    a `scan`; minijit keeps its own primitive so that generated code can use a plain `for`.)
+    As in JAX, there is no fori_loop primitive: with bounds known while tracing (Python ints,
+    or concrete arrays) the loop is a `scan` of `upper - lower` steps whose carry counts `i`
+    (a weak int64, as a Python int is); with a traced bound it is a `while` over
+    `(i, upper, val)`. Either way the carry starts with the counter and the body increments
+    it first, which is the pattern the optimizer's `counted_loops` pass recognises to give the
+    code generator back a plain `for` loop.
     """
+    if not callable(body_fun):
+        raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     for b in (lower, upper):
         a = get_aval(b)
         if a.shape != () or not dtypes.is_int(a.dtype):
             raise TypeError(f"fori_loop bounds must be integer scalars, got {a.str_short()}")
-    lower, upper = _promote_bounds(lower, upper)
-    index_aval = ShapedArray((), get_aval(lower).dtype)
+    dtype = _bounds_dtype(get_aval(lower), get_aval(upper))
+    static = not any(isinstance(b, Tracer) for b in (lower, upper))
+    if not static and unroll not in (None, False, 1):
+        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
+                         "statically known.")
+    if static:  # the counter is a Python int, so a weak int64, whatever the bounds' dtype
+        lower, length = int(lower), max(int(upper) - int(lower), 0)
+        index_aval = ShapedArray((), dtypes.int_, weak_type=True)
+    else:
+        lower, upper = (b if get_aval(b).dtype == dtype else lax.convert_element_type(b, dtype)
+                        for b in (lower, upper))
+        index_aval = get_aval(lower).update(shape=())
     leaves, tree = tree_flatten(init_val)
     jaxpr, consts, _, carry_avals = _trace_body("fori_loop", body_fun, [index_aval], ["i"],
                                                 leaves, tree)
     leaves = _cast_leaves(leaves, carry_avals)
     body = _closure_convert(jaxpr, consts, consts)
-    out = bind(fori_loop_p, lower, upper, *consts, *leaves, body_jaxpr=body,
-               body_nconsts=len(consts))
-    return tree_unflatten(tree, out)
+    n = len(consts)
+    i, carry = body.invars[n], body.invars[n + 1:]
+    i_next = Var(i.aval)
+    count = Eqn(P.add_p, (i, Lit(1, i.aval)), (i_next,), {})
+    if static:
+        body = Jaxpr((), body.invars, (count, *body.eqns), (i_next, *body.outvars))
+        out = bind(scan_p, *consts, lower, *leaves, jaxpr=body, num_consts=n,
+                   num_carry=1 + len(leaves), length=length, reverse=False,
+                   unroll=_unroll(unroll, length))
+        return tree_unflatten(tree, out[1:])
+    up = Var(i.aval)
+    body = Jaxpr((), (*body.invars[:n], i, up, *carry), (count, *body.eqns),
+                 (i_next, up, *body.outvars))
+    k, u, rest = Var(i.aval), Var(i.aval), [Var(a) for a in carry_avals]
+    more = Var(ShapedArray((), dtypes.bool_))
+    cond = Jaxpr((), (k, u, *rest), (Eqn(P.lt_p, (k, u), (more,), {}),), (more,))
+    out = bind(while_p, *consts, lower, upper, *leaves, cond_jaxpr=cond, body_jaxpr=body,
+               cond_nconsts=0, body_nconsts=n)
+    return tree_unflatten(tree, out[2:])
 
 
-def _promote_bounds(lower, upper):
-    """Both bounds in the dtype they promote to (a Python int stays one while it can)."""
-    avals = [get_aval(b) for b in (lower, upper)]
-    target, weak = dtypes.result_type(*[(a.dtype, a.weak_type) for a in avals])
-    out = []
-    for b, a in zip((lower, upper), avals):
-        if isinstance(b, (int, np.integer)):
-            b = int(b) if weak else target.type(b)
-        elif a.dtype != target:
-            b = lax.convert_element_type(b, target, weak_type=weak)
-        out.append(b)
-    return out
+def _bounds_dtype(lower: ShapedArray, upper: ShapedArray):
+    """JAX's rule: equal dtypes, or two signed ints of which exactly one is weak (a Python
+    int), which takes the other's dtype."""
+    if lower.dtype == upper.dtype:
+        return lower.dtype
+    if lower.dtype.kind == upper.dtype.kind == "i" and lower.weak_type != upper.weak_type:
+        return upper.dtype if lower.weak_type else lower.dtype
+    raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
+                    f"{lower.dtype.name} and {upper.dtype.name}")
 
 
-def _fori_abstract_eval(lower, upper, *args, body_jaxpr, body_nconsts):
-    if lower.dtype != upper.dtype or not dtypes.is_int(lower.dtype):
-        raise TypeError("fori_loop: bounds must be integers of one dtype")
-    carry = list(args[body_nconsts:])
-    want_in = [*args[:body_nconsts], ShapedArray((), lower.dtype), *carry]
-    if _strong(body_jaxpr.in_avals) != _strong(want_in) or _strong(
-            body_jaxpr.out_avals) != _strong(carry):
-        raise TypeError("fori_loop: the body must take (consts, i, carry) and return the carry")
-    return carry
+def _unroll(unroll: int | bool | None, length: int) -> int:
+    """JAX's normalisation: True unrolls fully, False or None not at all."""
+    if unroll is None or unroll is False:
+        return 1
+    if unroll is True:
+        return max(length, 1)
+    if not isinstance(unroll, (int, np.integer)) or unroll < 1:
+        raise ValueError(f"`unroll` must be a positive int or a bool, got {unroll!r}")
+    return int(unroll)
 
 
-def _fori_impl(lower, upper, *args, body_jaxpr, body_nconsts):
-    consts, carry = args[:body_nconsts], list(args[body_nconsts:])
-    for i in range(int(lower), int(upper)):
-        carry = eval_jaxpr(body_jaxpr, (), *consts, np.asarray(i, lower.dtype), *carry)
-    return carry
-
-
-abstract_eval_rules[fori_loop_p] = _fori_abstract_eval
-impl_rules[fori_loop_p] = _fori_impl
-
-
-def scan(f: Callable, init, xs=None, length: int | None = None):
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1):
     """`carry, y = f(carry, x)` for each `x` along the leading axis of `xs`; returns
-    `(final carry, stacked ys)`."""
+    `(final carry, stacked ys)`. With `reverse=True` the steps run from the last `x` to the
+    first, and `ys[t]` is still the `y` of step `xs[t]`. `unroll` is recorded as JAX records
+    it; the generated loop leaves unrolling to LLVM, which decides it per loop."""
     x_leaves, x_tree = tree_flatten(xs)
     x_avals = _avals(x_leaves)
     lengths = {a.shape[0] for a in x_avals if a.shape}
@@ -391,7 +420,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None):
     carry_leaves = _cast_leaves(carry_leaves, carry_avals)
     body_j = _closure_convert(jaxpr, consts, consts)
     out = bind(scan_p, *consts, *carry_leaves, *x_leaves, jaxpr=body_j, num_consts=len(consts),
-               num_carry=len(carry_leaves), length=n)
+               num_carry=len(carry_leaves), length=n, reverse=bool(reverse),
+               unroll=_unroll(unroll, n))
     carry_out = tree_unflatten(carry_tree, out[:len(carry_leaves)])
     ys = tree_unflatten(y_tree, out[len(carry_leaves):])
     return carry_out, ys
@@ -402,7 +432,7 @@ def _leaf_paths_raw(tree: PyTreeDef) -> list[str]:
     return [p for p, _ in tree_flatten_with_path(dummy)[0]]
 
 
-def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length):
+def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     carry = args[num_consts:num_consts + num_carry]
     xs = args[num_consts + num_carry:]
     want_in = [*args[:num_consts + num_carry], *[ShapedArray(x.shape[1:], x.dtype) for x in xs]]
@@ -413,15 +443,17 @@ def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length):
     return [*carry, *[ShapedArray((length, *y.shape), y.dtype, y.weak_type) for y in ys]]
 
 
-def _scan_impl(*args, jaxpr, num_consts, num_carry, length):
+def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     consts = args[:num_consts]
     carry = list(args[num_consts:num_consts + num_carry])
     xs = args[num_consts + num_carry:]
     ys = []
-    for i in range(length):
+    for i in reversed(range(length)) if reverse else range(length):
         outs = eval_jaxpr(jaxpr, (), *consts, *carry, *[x[i] for x in xs])
         carry, y = outs[:num_carry], outs[num_carry:]
         ys.append(y)
+    if reverse:
+        ys.reverse()
     y_avals = jaxpr.out_avals[num_carry:]
     stacked = [np.stack([y[k] for y in ys]) if ys else np.zeros((0, *a.shape), a.dtype)
                for k, a in enumerate(y_avals)]

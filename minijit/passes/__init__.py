@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from minijit.core import Primitive
 from minijit.ir import ClosedJaxpr, JaxprTypeError, typecheck_jaxpr
 from minijit.jit_call import jit_p
+from minijit.passes.counted_loops import counted_loops, fori_loop_p
 from minijit.passes.cse import cse
 from minijit.passes.dce import dce
 from minijit.passes.fold_constants import fold_constants
@@ -30,12 +31,17 @@ from minijit.passes.simplify import simplify
 
 Pass = Callable[[ClosedJaxpr], ClosedJaxpr]
 
-PIPELINE: tuple[Pass, ...] = (inline_jit, fold_constants, simplify, cse, dce, fuse_elementwise)
+PIPELINE: tuple[Pass, ...] = (inline_jit, fold_constants, simplify, cse, dce, counted_loops,
+                              fuse_elementwise)
 
 # Primitives that PIPELINE removes (`inline_jit` flattens every `jit` call). They have impl
 # and abstract-eval rules, since `eval_jaxpr` and `typecheck_jaxpr` take a program as traced,
 # but no code-generation rule: a backend only ever sees the optimized program.
 REMOVED_BEFORE_CODEGEN: frozenset[Primitive] = frozenset({jit_p})
+
+# Primitives that only PIPELINE introduces, never tracing: the backends have rules for them,
+# and a traced program never holds one.
+INTRODUCED_BY_PIPELINE: frozenset[Primitive] = frozenset({fori_loop_p, fused_p})
 
 
 class PassError(RuntimeError):
@@ -72,7 +78,7 @@ def run_passes(closed: ClosedJaxpr, passes: Sequence[Pass] | None = None,
 
 
 __all__ = [
-    "PIPELINE", "REMOVED_BEFORE_CODEGEN", "BufferPlan", "PassError", "cse", "dce",
-    "fold_constants", "fuse_elementwise", "fused_p", "inline_jit", "plan_buffers", "run_passes",
-    "simplify",
+    "INTRODUCED_BY_PIPELINE", "PIPELINE", "REMOVED_BEFORE_CODEGEN", "BufferPlan", "PassError",
+    "counted_loops", "cse", "dce", "fold_constants", "fori_loop_p", "fuse_elementwise", "fused_p",
+    "inline_jit", "plan_buffers", "run_passes", "simplify",
 ]

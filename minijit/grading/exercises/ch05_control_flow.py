@@ -53,7 +53,7 @@ def probe_staged(ns, name, args, wanted):
 
     fn = get(ns, name)
     closed = mj.make_jaxpr(fn)(np.asarray(args[0], dtype=np.float64), *args[1:])
-    from minijit.lax.control_flow import cond_p, fori_loop_p, while_p
+    from minijit.lax.control_flow import cond_p, scan_p, while_p
 
     seen = set()
     todo = [closed.jaxpr]
@@ -62,7 +62,8 @@ def probe_staged(ns, name, args, wanted):
         for eqn in jaxpr.eqns:
             seen.add(eqn.primitive)
             todo.extend(subjaxprs(eqn))
-    found = {"cond": cond_p in seen, "loop": bool(seen & {fori_loop_p, while_p}),
+    # fori_loop stages a scan (static bounds) or a while (a traced bound), as in JAX.
+    found = {"cond": cond_p in seen, "loop": bool(seen & {scan_p, while_p}),
              "while": while_p in seen}
     return {k: found[k] for k in wanted}
 
@@ -290,7 +291,8 @@ EXERCISES = [
             Case("grow's jaxpr holds a cond and a loop",
                  ("grow", [[1.0, 2.0, 3.0], 1.5, 4], ["cond", "loop"]), probe=probe_staged,
                  hint=("Both the loop and the if must be staged: the jaxpr of grow must hold "
-                       "a fori_loop (or while) equation whose body holds a cond. mnp.where "
+                       "a loop equation (the scan or while that lax.fori_loop stages) whose "
+                       "body holds a cond. mnp.where "
                        "gives the right values but computes both sides; use lax.cond here.")),
             Case("years_until's jaxpr holds a while",
                  ("years_until", [[1.0, 2.0, 3.0], 1.5, 100.0], ["while"]),
