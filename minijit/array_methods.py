@@ -71,6 +71,7 @@ _BINARY = {  # method name -> (function, symbol)
     "truediv": (mnp.true_divide, "/"), "floordiv": (mnp.floor_divide, "//"),
     "mod": (mnp.remainder, "%"), "pow": (mnp.power, "**"), "matmul": (mnp.matmul, "@"),
     "and": (mnp.bitwise_and, "&"), "or": (mnp.bitwise_or, "|"), "xor": (mnp.bitwise_xor, "^"),
+    "lshift": (mnp.left_shift, "<<"), "rshift": (mnp.right_shift, ">>"),
 }
 _COMPARISONS = {
     "__lt__": (mnp.less, "<"), "__le__": (mnp.less_equal, "<="),

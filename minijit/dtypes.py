@@ -150,3 +150,13 @@ def float_result(dtype: np.dtype) -> np.dtype:
     if is_float(dtype):
         return dtype
     return float_ if dtype.itemsize == 8 else np.dtype("float32")
+
+
+def int_range_as_floats(dtype) -> tuple[float, float]:
+    """`(lo, hi)`: the floats that bound int `dtype`'s values, lo <= v < hi (float to int
+    conversion saturates outside). Both are 0 or powers of two, exact in float32 and float64,
+    so comparing a float with them never rounds."""
+    bits = np.dtype(dtype).itemsize * 8
+    if np.dtype(dtype).kind == "u":
+        return 0.0, 2.0 ** bits
+    return -(2.0 ** (bits - 1)), 2.0 ** (bits - 1)

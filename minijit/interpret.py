@@ -13,6 +13,7 @@ from functools import partial
 
 import numpy as np
 
+from minijit import dtypes
 from minijit import primitives as P
 from minijit.core import impl_rules
 from minijit.ir import Jaxpr, Lit, pp_eqn_alone
@@ -136,20 +137,83 @@ def _clamp(lo, x, hi):
     return _minimum(_maximum(x, lo), hi)
 
 
+# Shifts. C leaves a shift by the bit width or more (or by a negative amount) undefined, and
+# NumPy passes that on (x86 shifts by the amount mod 64), so each rule selects XLA's result
+# for those amounts explicitly and shifts only by amounts that are in range.
+
+
+def _shift_amount(x, y):
+    """`(in_range, y)`: where the amount `y`, read as unsigned (as XLA does), is below the
+    bit width of `x`, and `y` as an unsigned array, safe to shift by where it is."""
+    unsigned = np.dtype(f"uint{x.dtype.itemsize * 8}")
+    y = np.asarray(y).view(unsigned)
+    in_range = y < x.dtype.itemsize * 8
+    return in_range, np.where(in_range, y, 0).astype(unsigned)
+
+
+def _shift_left(x, y):
+    """Bits out of range become 0: x << y, or 0 where y >= the bit width (or y < 0)."""
+    in_range, y = _shift_amount(x, y)
+    return np.where(in_range, np.left_shift(x, y.astype(x.dtype)), 0).astype(x.dtype)
+
+
+def _shift_right_logical(x, y):
+    """Zeros come in from the top: the shift of x's bits as an unsigned int."""
+    in_range, y = _shift_amount(x, y)
+    bits = np.asarray(x).view(y.dtype)
+    return np.where(in_range, np.right_shift(bits, y), 0).astype(y.dtype).view(x.dtype)
+
+
+def _shift_right_arithmetic(x, y):
+    """Copies of the top bit come in (it is the sign, unsigned ints too, as in XLA); a shift
+    by the bit width or more is a shift by width - 1: all copies of the top bit."""
+    in_range, y = _shift_amount(x, y)
+    signed = np.dtype(f"int{x.dtype.itemsize * 8}")
+    amount = np.where(in_range, y, x.dtype.itemsize * 8 - 1).astype(signed)
+    return np.right_shift(np.asarray(x).view(signed), amount).view(x.dtype)
+
+
 _BINARY = {
     P.add_p: np.add, P.sub_p: np.subtract, P.mul_p: np.multiply, P.div_p: _div,
     P.floor_divide_p: np.floor_divide, P.remainder_p: np.remainder, P.pow_p: _power,
     P.atan2_p: np.arctan2, P.rem_p: _rem,
     P.max_p: _maximum, P.min_p: _minimum, P.and_p: np.bitwise_and, P.or_p: np.bitwise_or,
-    P.xor_p: np.bitwise_xor, P.eq_p: np.equal, P.ne_p: np.not_equal, P.lt_p: np.less,
+    P.xor_p: np.bitwise_xor, P.shift_left_p: _shift_left,
+    P.shift_right_logical_p: _shift_right_logical,
+    P.shift_right_arithmetic_p: _shift_right_arithmetic, P.eq_p: np.equal,
+    P.ne_p: np.not_equal, P.lt_p: np.less,
     P.le_p: np.less_equal, P.gt_p: np.greater, P.ge_p: np.greater_equal,
 }
 for _p, _f in {**_UNARY, **_BINARY}.items():
     impl_rules[_p] = partial(_vectorized, _f)
 
 impl_rules[P.integer_pow_p] = _integer_pow
+
+
+def convert_element_type(x: np.ndarray, new_dtype) -> np.ndarray:
+    """`x` in `new_dtype` as XLA (so JAX) converts it: NumPy's cast, but for float to int.
+
+    NumPy's float-to-int cast of NaN, inf or a value out of range is undefined (x86 gives
+    int_min, with a RuntimeWarning). XLA saturates: NaN is 0, a value beyond the range is
+    the nearest end of it (-1.0 to uint8 is 0, 1e10 to int32 is int32_max), and the rest
+    truncate toward 0. Only those casts need the extra work; every other one (int to int
+    wraps, to bool is `!= 0`, float64 to float32 rounds to nearest and overflows to inf) is
+    NumPy's already, and stays its single fast cast.
+    """
+    new_dtype = np.dtype(new_dtype)
+    x = np.asarray(x)
+    if x.dtype.kind != "f" or new_dtype.kind not in "iu":
+        return x.astype(new_dtype)
+    lo, hi = dtypes.int_range_as_floats(new_dtype)
+    inside = (x >= lo) & (x < hi)  # False for NaN
+    out = np.where(inside, x, 0).astype(new_dtype)  # no value out of range reaches the cast
+    info = np.iinfo(new_dtype)
+    out = np.where(x >= hi, new_dtype.type(info.max), out)
+    return np.where(x < lo, new_dtype.type(info.min), out)
+
+
 impl_rules[P.convert_element_type_p] = lambda x, *, new_dtype, weak_type: [
-    x.astype(new_dtype)
+    convert_element_type(x, new_dtype)
 ]
 
 

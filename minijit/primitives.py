@@ -58,12 +58,16 @@ def _fail(prim: str, msg: str):
 
 
 # Which dtypes each operation accepts, by dtype kind (b=bool, i=int, u=uint, f=float).
-ANY, NUMERIC, FLOAT, INTEGRAL = "biuf", "iuf", "f", "biu"
+ANY, NUMERIC, FLOAT, INTEGRAL, INTEGER = "biuf", "iuf", "f", "biu", "iu"
 
 
 def _check_kinds(prim: str, kinds: str, *avals: ShapedArray):
-    for a in avals:
+    for position, a in enumerate(avals):
         if a.dtype.kind not in kinds:
+            if kinds == INTEGER:  # JAX's words for its shifts, and the way out
+                _fail(prim, f"does not accept dtype {a.dtype.name} at position {position}: "
+                            "it needs integer inputs (int8..int64, uint8..uint64), got "
+                            f"{a.str_short()}; convert with .astype(...) first")
             wanted = {ANY: "any", NUMERIC: "numeric", FLOAT: "floating-point",
                       INTEGRAL: "bool or integer"}[kinds]
             _fail(prim, f"needs {wanted} inputs, got {a.str_short()}")
@@ -161,6 +165,14 @@ min_p = _binary("min", ANY, commutative=True)
 and_p = _binary("and", INTEGRAL, commutative=True)
 or_p = _binary("or", INTEGRAL, commutative=True)
 xor_p = _binary("xor", INTEGRAL, commutative=True)
+# Shifts, with XLA's defined results where C's and NumPy's are undefined: the amount is read
+# as unsigned, and one of at least the bit width (a negative one too) shifts every bit out:
+# 0 for shift_left and shift_right_logical, the sign bit repeated for shift_right_arithmetic
+# (which treats the top bit of an unsigned int as a sign too, as XLA does). Ints only: JAX
+# refuses bools here, and minijit.numpy computes `bool << bool` in int32, as JAX does.
+shift_left_p = _binary("shift_left", INTEGER)
+shift_right_logical_p = _binary("shift_right_logical", INTEGER)
+shift_right_arithmetic_p = _binary("shift_right_arithmetic", INTEGER)
 eq_p = _binary("eq", ANY, commutative=True, comparison=True)
 ne_p = _binary("ne", ANY, commutative=True, comparison=True)
 lt_p = _binary("lt", ANY, comparison=True)

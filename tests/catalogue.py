@@ -177,6 +177,28 @@ program("logical_numbers", lambda xnp, x, y: (xnp.logical_and(x, y), xnp.logical
 program("bitwise_int", lambda xnp, x, y: (x & y, x | y, x ^ y, ~x, x & 6),
         lambda rng: (rng.integers(-50, 50, 6).astype(np.int32),
                      rng.integers(0, 100, 6).astype(np.int32)))
+program("shift_operators", lambda xnp, x, y, u: (
+    x << y, x >> y, x << 3, x >> 2, 3 << y, u >> 3, u << 5, xnp.left_shift(x, 1),
+    xnp.right_shift(u, y), xnp.bitwise_left_shift(u, 7), xnp.bitwise_right_shift(-x, 1)),
+    lambda rng: (rng.integers(-3000, 3000, 8).astype(np.int16),
+                 rng.integers(0, 16, 8).astype(np.int16),
+                 rng.integers(0, 256, 8).astype(np.uint8)))
+# Amounts of at least the bit width, and negative ones: NumPy's result is undefined (x86
+# shifts by the amount mod 64), XLA's is not. Values from JAX 0.10.2 (jax_enable_x64, CPU):
+# jax.jit(lambda a, b, u, v: (lax.shift_left(a, b), ...))(*args).
+program("shift_out_of_range", lambda xnp, a, b, u, v: (
+    lax.shift_left(a, b), lax.shift_right_logical(a, b), lax.shift_right_arithmetic(a, b),
+    a >> b, u << v, u >> v, lax.shift_right_arithmetic(u, v), a << 300, a >> -1),
+    lambda rng: (np.array([1, -3, 127, -128, 5, -1], np.int8),
+                 np.array([8, -1, 7, 9, 0, 100], np.int8),
+                 np.array([1, 2**31, 2**32 - 1, 7], np.uint32),
+                 np.array([32, 2**32 - 1, 31, 3], np.uint32)),
+    reference=lambda a, b, u, v: (
+        np.array([0, 0, -128, 0, 5, 0], np.int8), np.array([0, 0, 0, 0, 5, 0], np.int8),
+        np.array([0, -1, 0, -1, 5, -1], np.int8), np.array([0, -1, 0, -1, 5, -1], np.int8),
+        np.array([0, 0, 2**31, 56], np.uint32), np.array([0, 0, 1, 0], np.uint32),
+        np.array([0, 2**32 - 1, 2**32 - 1, 0], np.uint32), np.zeros(6, np.int8),
+        np.array([0, -1, 0, -1, 0, -1], np.int8)))
 
 # --------------------------------------------------------------------------- elementwise functions
 
@@ -302,6 +324,20 @@ program("astype", lambda xnp, x: (x.astype(xnp.int32), x.astype(xnp.float32),
                                   (x > 0).astype(xnp.float64), x.astype(bool),
                                   xnp.astype(x, xnp.uint8), x.astype(xnp.float64)),
         lambda rng: (rng.uniform(-0.9, 9.9, 6).round(1),))
+# Float to int where NumPy's cast is undefined (NaN, inf, out of range): XLA saturates.
+# Values from JAX 0.10.2 (jax_enable_x64, CPU): jax.jit(lambda x: (x.astype(jnp.int32), ...))(x)
+program("astype_saturates", lambda xnp, x: (
+    x.astype(xnp.int32), x.astype(xnp.uint8), x.astype(xnp.int64), x.astype(xnp.uint64),
+    x.astype(bool), x.astype(xnp.float32).astype(xnp.int8), x.astype(xnp.int16)),
+    lambda rng: (np.array([np.nan, np.inf, -np.inf, -1.5, 255.9, 256.0, 1e10, -0.0, 2.0**63]),),
+    reference=lambda x: (
+        np.array([0, 2**31 - 1, -2**31, -1, 255, 256, 2**31 - 1, 0, 2**31 - 1], np.int32),
+        np.array([0, 255, 0, 0, 255, 255, 255, 0, 255], np.uint8),
+        np.array([0, 2**63 - 1, -2**63, -1, 255, 256, 10**10, 0, 2**63 - 1], np.int64),
+        np.array([0, 2**64 - 1, 0, 0, 255, 256, 10**10, 0, 2**63], np.uint64),
+        np.array([True] * 7 + [False, True]),
+        np.array([0, 127, -128, -1, 127, 127, 127, 0, 127], np.int8),
+        np.array([0, 32767, -32768, -1, 255, 256, 32767, 0, 32767], np.int16)))
 
 # --------------------------------------------------------------------------- reductions
 

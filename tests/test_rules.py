@@ -32,7 +32,8 @@ UNARY = {"neg", "abs", "sign", "floor", "ceil", "exp", "log", "log1p", "expm1", 
          "tan", "tanh", "sqrt", "not", "integer_pow", "convert_element_type", "is_finite"}
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 BINARY = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "max", "min", "and",
-          "or", "xor", "atan2", "rem"} | COMPARISONS
+          "or", "xor", "atan2", "rem", "shift_left", "shift_right_logical",
+          "shift_right_arithmetic"} | COMPARISONS
 COMMUTATIVE = {"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"}
 ELEMENTWISE = UNARY | BINARY | {"select_n", "clamp"}
 REDUCTIONS = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin"}

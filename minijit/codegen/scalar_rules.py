@@ -19,7 +19,8 @@ import numpy as np
 
 from minijit import primitives as P
 from minijit.codegen.rules import Expression, numba_rules
-from minijit.ir import Eqn
+from minijit.dtypes import int_range_as_floats
+from minijit.ir import Eqn, Lit
 
 NATIVE = {np.dtype("int64"), np.dtype("float64"), np.dtype("bool")}
 
@@ -183,6 +184,60 @@ def _rem(a, eqn):
 numba_rules[P.div_p] = Expression(_div)
 numba_rules[P.rem_p] = Expression(_rem)
 
+
+# Shifts: LLVM's (and C's) shift by the bit width or more is undefined, so each rule selects
+# XLA's result for those amounts (and for negative ones, which read as huge unsigned ones)
+# and shifts only by amounts in range. The bits are shifted as the unsigned (or, for the
+# arithmetic shift, signed) int of the operand's width, so Numba never mixes signed with
+# unsigned operands (which it would compute in float64).
+
+
+def _shift_types(eqn: Eqn) -> tuple[str, str, str, int]:
+    dtype = eqn.invars[0].aval.dtype
+    bits = dtype.itemsize * 8
+    return dtype_name(dtype), f"uint{bits}", f"int{bits}", bits
+
+
+def _amount_in_range(y: str, eqn: Eqn, unsigned: str, bits: int) -> str:
+    """The test that the amount is in range; a literal amount (`x << 2`) is tested here."""
+    amount = eqn.invars[1]
+    if isinstance(amount, Lit):
+        in_range = int(np.asarray(amount.val, amount.aval.dtype).view(unsigned)) < bits
+        return repr(in_range)
+    return f"(np.{unsigned}({y}) < {literal(bits, unsigned)})"
+
+
+def _selected(in_range: str, shifted: str, otherwise: str) -> str:
+    if in_range in ("True", "False"):
+        return shifted if in_range == "True" else otherwise
+    return f"({shifted} if {in_range} else {otherwise})"
+
+
+def _shift_left(a, eqn):
+    x, y = a
+    t, u, _, bits = _shift_types(eqn)
+    return _selected(_amount_in_range(y, eqn, u, bits), f"np.{t}(np.{u}({x}) << np.{u}({y}))",
+                     f"np.{t}(0)")
+
+
+def _shift_right_logical(a, eqn):
+    x, y = a
+    t, u, _, bits = _shift_types(eqn)
+    return _selected(_amount_in_range(y, eqn, u, bits), f"np.{t}(np.{u}({x}) >> np.{u}({y}))",
+                     f"np.{t}(0)")
+
+
+def _shift_right_arithmetic(a, eqn):
+    x, y = a
+    t, u, s, bits = _shift_types(eqn)
+    amount = _selected(_amount_in_range(y, eqn, u, bits), f"np.{s}({y})", literal(bits - 1, s))
+    return f"np.{t}(np.{s}({x}) >> {amount})"
+
+
+numba_rules[P.shift_left_p] = Expression(_shift_left)
+numba_rules[P.shift_right_logical_p] = Expression(_shift_right_logical)
+numba_rules[P.shift_right_arithmetic_p] = Expression(_shift_right_arithmetic)
+
 # Numba's integer `**` switches to float `math.pow` for exponents above 2**16, which turns
 # 2 ** 2**62 into int64_min where NumPy's repeated squaring wraps around to 0. Exponents up
 # to 2**16 are safe, so a bigger one is split into 16-bit digits and combined Horner-style:
@@ -271,10 +326,24 @@ def _integer_pow(a, eqn):
 
 
 def _convert(a, eqn):
+    """XLA's conversion (as `interpret.convert_element_type`): a cast, but for float to int.
+
+    LLVM's float-to-int cast of NaN, inf or a value out of range is undefined (poison), so
+    those are selected explicitly, as XLA defines them: NaN is 0, beyond the range is its
+    nearest end. Only float to int pays for the comparisons; every other conversion stays one
+    cast (int to int wraps, float64 to float32 rounds to nearest, to bool is `!= 0`)."""
     new = np.dtype(eqn.params["new_dtype"])
+    x = a[0]
     if new == np.bool_:
-        return f"({a[0]} != 0)"
-    return f"np.{dtype_name(new)}({a[0]})"
+        return f"({x} != 0)"
+    t = dtype_name(new)
+    if _kind(eqn) != "f" or new.kind not in "iu":
+        return f"np.{t}({x})"
+    lo, hi = int_range_as_floats(new)
+    info = np.iinfo(new)
+    return (f"(np.{t}({x}) if {lo!r} <= {x} < {hi!r} else {literal(info.max, new)} "
+            f"if {x} >= {hi!r} else {literal(info.min, new)} if {x} < {lo!r} "
+            f"else {literal(0, new)})")
 
 
 def _select_n(a, eqn):

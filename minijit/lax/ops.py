@@ -149,6 +149,24 @@ def bitwise_xor(x, y):
     return bind(P.xor_p, x, y)
 
 
+def shift_left(x, y):
+    """`x << y` on ints of one dtype; as in JAX (XLA), an amount of at least the bit width,
+    or a negative one, shifts every bit out: 0."""
+    return bind(P.shift_left_p, x, y)
+
+
+def shift_right_logical(x, y):
+    """`x >> y` with zeros shifted in from the top, signed ints too (`-1 >> 1` on int8 is
+    127); an amount of at least the bit width, or a negative one, gives 0, as in JAX."""
+    return bind(P.shift_right_logical_p, x, y)
+
+
+def shift_right_arithmetic(x, y):
+    """`x >> y` with copies of the top bit shifted in (unsigned ints too, as in JAX); an
+    amount of at least the bit width, or a negative one, leaves only those: -1 or 0."""
+    return bind(P.shift_right_arithmetic_p, x, y)
+
+
 def eq(x, y):
     return bind(P.eq_p, x, y)
 
@@ -188,6 +206,9 @@ def select_n(which, *cases):
 
 
 def convert_element_type(x, new_dtype, weak_type: bool = False):
+    """`x` in `new_dtype`, as XLA converts (so JAX): float to int truncates toward 0 and
+    saturates (NaN is 0, -1.0 to uint8 is 0, 1e10 to int32 is int32_max); int to a narrower
+    int wraps; to bool is `x != 0`; float64 to float32 rounds to nearest (beyond: inf)."""
     return bind(P.convert_element_type_p, x, new_dtype=dtypes.canonicalize(new_dtype),
                 weak_type=weak_type)
 

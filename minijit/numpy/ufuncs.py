@@ -68,7 +68,7 @@ def arctan2(x, y):
 
 
 def _no_bool(*xs):
-    """JAX's // % ** on two bools compute in int32 (NumPy's in int8)."""
+    """JAX's // % ** << >> on two bools compute in int32 (NumPy's // % ** in int8)."""
     if all(_aval(x).dtype == dtypes.bool_ for x in xs):
         return [_convert(x, np.dtype(np.int32), False) for x in xs]
     return list(xs)
@@ -150,6 +150,26 @@ def bitwise_or(x, y):
 
 def bitwise_xor(x, y):
     return _binary(lax.bitwise_xor, x, y)
+
+
+def left_shift(x, y):
+    """`x << y` (`lax.shift_left`) after JAX's promotion: two bools shift in int32, a float
+    is refused (shifts take integers only), and an amount of at least the bit width, or a
+    negative one, gives 0 (NumPy's is undefined)."""
+    return lax.shift_left(*_broadcast(*_no_bool(*_promote(x, y))))
+
+
+def right_shift(x, y):
+    """`x >> y` after JAX's promotion: arithmetic for signed ints (`-8 >> 1` is -4; by the bit
+    width or more, -1 or 0), logical for unsigned ones (zeros come in; by the width, 0)."""
+    x, y = _broadcast(*_no_bool(*_promote(x, y)))
+    if _aval(x).dtype.kind == "u":
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)  # floats fail here, with the primitive's error
+
+
+bitwise_left_shift = left_shift  # NumPy 2's (and the array API's) names, as in JAX
+bitwise_right_shift = right_shift
 
 
 def invert(x):

@@ -25,6 +25,7 @@ from minijit import dtypes, lax
 from minijit.array import Array, wrap
 from minijit.core import Tracer, get_aval, is_tracing
 from minijit.errors import ConcretizationTypeError, user_line
+from minijit.interpret import convert_element_type
 from minijit.numpy._edge import api_edge
 
 _SCALARS = (bool, int, float)
@@ -49,7 +50,15 @@ def asarray(x, dtype=None):
         return x if dtype is None else astype(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(leaf, Tracer) for leaf in _flat(x)):
         return _stack([asarray(v, dtype) for v in x], 0)
-    out = np.asarray(x, dtype=None if dtype is None else dtypes.canonicalize(dtype))
+    target = None if dtype is None else dtypes.canonicalize(dtype)
+    out = np.asarray(x)
+    if target is not None and out.dtype.kind == "f" and target.kind in "iu":
+        # XLA's saturating cast, the one `x.astype(target)` makes, rather than NumPy's (which
+        # JAX uses here, on host data: int_min for NaN, with a RuntimeWarning): host data
+        # and traced data then convert alike.
+        out = convert_element_type(out, target)
+    elif target is not None:
+        out = np.asarray(x, dtype=target)  # as NumPy: `asarray([300], int8)` is an error
     if out.dtype == np.float16 or out.dtype.kind in "OUSc":
         raise TypeError(f"minijit does not support arrays of dtype {out.dtype}")
     dtypes.canonicalize(out.dtype)
