@@ -71,3 +71,72 @@ def test_control_flow_tutorial():
         return jnp.where(x < 3, 3.0 * x**2, -4 * x)
 
     np.testing.assert_array_equal(f(jnp.arange(6.0)), [0, 3, 12, -12, -16, -20])
+
+
+# --- integer shifts and conversions
+# Outputs as JAX 0.10.2 gives them with jax_enable_x64 (int64 where the docs, in 32-bit mode,
+# show int32).
+
+
+def test_left_shift_docstring():
+    # `jnp.left_shift`'s docstring examples.
+    def print_binary(x):
+        return [bin(int(val)) for val in x]
+
+    x1 = jnp.arange(5)
+    assert print_binary(x1) == ["0b0", "0b1", "0b10", "0b11", "0b100"]
+    x2 = 1
+    result = jnp.left_shift(x1, x2)
+    np.testing.assert_array_equal(result, [0, 2, 4, 6, 8])
+    assert result.dtype == jnp.int64
+    assert print_binary(result) == ["0b0", "0b10", "0b100", "0b110", "0b1000"]
+
+    x3 = 4
+    assert print_binary([x3]) == ["0b100"]
+    x4 = jnp.array([1, 2, 3, 4])
+    result1 = jnp.left_shift(x3, x4)
+    np.testing.assert_array_equal(result1, [8, 16, 32, 64])
+    assert print_binary(result1) == ["0b1000", "0b10000", "0b100000", "0b1000000"]
+
+
+def test_right_shift_docstring():
+    # `jnp.right_shift`'s docstring examples.
+    def print_binary(x):
+        return [bin(int(val)) for val in x]
+
+    x1 = jnp.array([1, 2, 4, 8])
+    assert print_binary(x1) == ["0b1", "0b10", "0b100", "0b1000"]
+    x2 = 1
+    result = jnp.right_shift(x1, x2)
+    np.testing.assert_array_equal(result, [0, 1, 2, 4])
+    assert print_binary(result) == ["0b0", "0b1", "0b10", "0b100"]
+
+    x1 = 16
+    assert print_binary([x1]) == ["0b10000"]
+    x2 = jnp.array([1, 2, 3, 4])
+    result = jnp.right_shift(x1, x2)
+    np.testing.assert_array_equal(result, [8, 4, 2, 1])
+    assert result.dtype == jnp.int64
+    assert print_binary(result) == ["0b1000", "0b100", "0b10", "0b1"]
+
+
+def test_sharp_bits_unsafe_cast():
+    # "Sharp bits", Miscellaneous divergences from NumPy: an unsafe float-to-int cast.
+    # NumPy's np.arange(254.0, 258.0).astype('uint8') is [254, 255, 0, 1] on x86 (C leaves
+    # the cast undefined, so it is not asserted here); JAX's, and minijit's, saturates.
+    out = jnp.arange(254.0, 258.0).astype('uint8')
+    np.testing.assert_array_equal(out, [254, 255, 255, 255])
+    assert out.dtype == jnp.uint8
+
+
+def test_astype_docstring():
+    # `jnp.astype`'s docstring examples.
+    x = jnp.array([0, 1, 2, 3])
+    out = x.astype('float32')
+    np.testing.assert_array_equal(out, [0.0, 1.0, 2.0, 3.0])
+    assert out.dtype == jnp.float32
+
+    y = jnp.array([0.0, 0.5, 1.0])
+    out = y.astype(int)  # truncates fractional values
+    np.testing.assert_array_equal(out, [0, 0, 1])
+    assert out.dtype == jnp.int64
