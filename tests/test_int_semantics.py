@@ -165,17 +165,29 @@ def test_shift_jaxprs_print_as_jax():
     """JAX 0.10.2's printed jaxprs (`jax.make_jaxpr(lambda x, y: x << y)(...)`), up to line
     breaks (JAX prints a short jaxpr on one line; minijit's printer always breaks)."""
     i32, u32, i8 = np.int32(1), np.uint32(1), np.int8(1)
-    jaxprs = {
-        (lambda x, y: x << y, (i32, i32)):
-            "{ lambda ; a:i32[] b:i32[]. let c:i32[] = shift_left a b in (c,) }",
-        (lambda x, y: x >> y, (i32, i32)):
-            "{ lambda ; a:i32[] b:i32[]. let c:i32[] = shift_right_arithmetic a b in (c,) }",
-        (lambda x, y: x >> y, (u32, u32)):
-            "{ lambda ; a:u32[] b:u32[]. let c:u32[] = shift_right_logical a b in (c,) }",
-        (lambda x: 1 << x, (i8,)):
-            "{ lambda ; a:i8[]. let b:i8[] = shift_left 1:i8[] a in (b,) }",
-    }
-    for (f, args), want in jaxprs.items():
+    jaxprs = [  # (function, arguments, JAX's jaxpr)
+        (lambda x, y: x << y, (i32, i32),
+            "{ lambda ; a:i32[] b:i32[]. let c:i32[] = shift_left a b in (c,) }"),
+        (lambda x, y: x >> y, (i32, i32),
+            "{ lambda ; a:i32[] b:i32[]. let c:i32[] = shift_right_arithmetic a b in (c,) }"),
+        (lambda x, y: x >> y, (u32, u32),
+            "{ lambda ; a:u32[] b:u32[]. let c:u32[] = shift_right_logical a b in (c,) }"),
+        (lambda x: 1 << x, (i8,),
+            "{ lambda ; a:i8[]. let b:i8[] = shift_left 1:i8[] a in (b,) }"),
+        (lambda x: x >> 2, (np.array([1, 3, 200], np.uint8),),
+            "{ lambda ; a:u8[3]. let b:u8[3] = shift_right_logical a 2:u8[] in (b,) }"),
+        (lambda x, y: x << y, (i8, 2),  # a weak int traced: converted (wrapping) to int8
+            "{ lambda ; a:i8[] b:i64[]. let c:i8[] = convert_element_type[new_dtype=int8 "
+            "weak_type=False] b d:i8[] = shift_left a c in (d,) }"),
+        (lambda x, y: x >> y, (i8, np.uint8(2)),
+            "{ lambda ; a:i8[] b:u8[]. let c:i16[] = convert_element_type[new_dtype=int16 "
+            "weak_type=False] a d:i16[] = convert_element_type[new_dtype=int16 "
+            "weak_type=False] b e:i16[] = shift_right_arithmetic c d in (e,) }"),
+        (lambda x: mnp.right_shift(x, 2), (np.array([True, False]),),
+            "{ lambda ; a:bool[2]. let b:i64[2] = convert_element_type[new_dtype=int64 "
+            "weak_type=True] a c:i64[2] = shift_right_arithmetic b 2:i64[] in (c,) }"),
+    ]
+    for f, args, want in jaxprs:
         assert " ".join(str(mj.make_jaxpr(f)(*args)).split()) == want
 
 
