@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
-from minijit.codegen.array_rules import empty_like_var, shape_of
+from minijit.codegen.array_rules import empty_like_var
 from minijit.codegen.kernels import emit_elements
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
@@ -190,16 +190,18 @@ def _scan(lo, eqn, args, outs):
     ys = outs[nk:]
     for y, v in zip(ys, eqn.outvars[nk:]):
         lo.line(f"{y} = {empty_like_var(v)}")
-    lo.line(f"for _t in range({n - 1}, -1, -1):" if p["reverse"] else f"for _t in range({n}):")
+    # A scan nested in another's body needs its own step variable, or the inner loop would
+    # overwrite the outer one's (indentation is the nesting depth: one name per depth).
+    t = "_t" if lo.indent == 1 else f"_t{lo.indent}"
+    lo.line(f"for {t} in range({n - 1}, -1, -1):" if p["reverse"] else f"for {t} in range({n}):")
     lo.indent += 1
-    x_exprs = [f"{x}[_t]" if len(shape_of(a)) > 1 else f"{x}[_t]" for x, a in
-               zip(xs, eqn.invars[nc + nk:])]
+    x_exprs = [f"{x}[{t}]" for x in xs]
     lo.bind_inputs(body, [*consts, *outs[:nk], *x_exprs])
     lo.jaxpr_body(body)
     carry_out = Jaxpr((), (), (), body.outvars[:nk])
     lo.assign_outputs(carry_out, outs[:nk])
     for y, a in zip(ys, body.outvars[nk:]):
-        lo.line(f"{y}[_t] = {lo.atom(a)}")
+        lo.line(f"{y}[{t}] = {lo.atom(a)}")
     lo.indent -= 1
 
 
