@@ -192,6 +192,9 @@ _METHODS = {
         "sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip")},
     "dot": mnp.dot, "squeeze": mnp.squeeze, "ravel": mnp.ravel,
     "flatten": mnp.ravel,
+    # also what NumPy's own functions call on an argument that is not an ndarray: np.split,
+    # np.array_split and np.swapaxes work on a Tracer through it (and x[st:end]), as on JAX's
+    "swapaxes": mnp.swapaxes, "nonzero": mnp.nonzero,
 }
 
 for _cls in (Tracer, Array):

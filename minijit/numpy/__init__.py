@@ -17,18 +17,23 @@ This file is the public namespace only; the code lives in modules named as in JA
 - `_edge.py`: what every public function is wrapped in (the list/tuple TypeError, and the API
   boundary that hides minijit's frames from a learner's traceback);
 - `util.py`: what an argument becomes: `asarray`, `astype`, dtype promotion, broadcasting;
+- `searching.py`: `nonzero`, `flatnonzero`, `argwhere` (and one-argument `where`), whose
+  result length is data-dependent unless `size=` is given;
 - `ufuncs.py`: elementwise functions: arithmetic, comparisons, logical, `exp`, `where`, ...;
 - `lax_numpy.py`: shapes (`reshape`, `concatenate`, `stack`, ...) and array creation
   (`zeros`, `arange`, `linspace`, `eye`, ...);
-- `reductions.py`: `sum`, `mean`, `var`, `argmax`, ..., and `dot` and `matmul`.
+- `reductions.py`: `sum`, `mean`, `var`, `argmax`, ..., and `dot` and `matmul`;
+- `convolution.py`: `convolve` and `correlate`, a sliding window and one `dot_general`.
 Nothing in them imports this package.
 """
 
 import numpy as np
 
 from minijit.array import Array
+from minijit.numpy.convolution import *  # noqa: F403 - its __all__: every public function
 from minijit.numpy.lax_numpy import *  # noqa: F403 - its __all__: every public function
 from minijit.numpy.reductions import *  # noqa: F403 - its __all__: every public function
+from minijit.numpy.searching import *  # noqa: F403 - its __all__: every public function
 from minijit.numpy.ufuncs import *  # noqa: F403 - its __all__: every public function
 from minijit.numpy.util import *  # noqa: F403 - its __all__: every public function
 

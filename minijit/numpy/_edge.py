@@ -18,9 +18,11 @@ import inspect
 from minijit.errors import api_boundaries
 
 # Parameters that take one array, and the one that takes a sequence of them.
-_ARRAY_PARAMETERS = {"x", "y", "a", "b", "condition", "fill_value", "min", "max", "a_min",
-                     "a_max", "constant_values"}
+_ARRAY_PARAMETERS = {"x", "y", "a", "b", "v", "ary", "condition", "fill_value", "min", "max",
+                     "a_min", "a_max", "constant_values"}
 _CONVERTERS = {"asarray", "array", "shape", "ndim", "size", "result_type", "broadcast_shapes"}
+# Where JAX takes a tuple as a parameter's value: one fill value per axis.
+_TUPLES_ALLOWED = {"fill_value": {"nonzero", "flatnonzero", "argwhere", "where"}}
 
 
 def _requires_arraylike(fn):
@@ -28,7 +30,8 @@ def _requires_arraylike(fn):
     `check_arraylike`). Implicit conversion hides bugs (`x + [1, 2]` as a shape mistake) and
     costs a copy on every call; `mnp.asarray` is the one place that converts."""
     params = list(inspect.signature(fn).parameters)
-    checked = [n for n in params if n in _ARRAY_PARAMETERS]
+    checked = [n for n in params if n in _ARRAY_PARAMETERS
+               and fn.__name__ not in _TUPLES_ALLOWED.get(n, ())]
     sequence = "arrays" in params
     if fn.__name__ in _CONVERTERS or not (checked or sequence):
         return fn

@@ -1,4 +1,4 @@
-"""Shapes and array creation: `reshape`, `transpose`, `concatenate`, `stack`, `pad`, ...,
+"""Shapes and array creation: `reshape`, `transpose`, `concatenate`, `split`, `pad`, ...,
 and `full`, `zeros`, `arange`, `linspace`, `eye`, ... (as in JAX's `jax/_src/numpy/lax_numpy.py`).
 
 Shape functions move elements, they never compute with them (`shape`, `ndim` and `size` only
@@ -72,6 +72,40 @@ def transpose(x, axes=None):
     return x if perm == tuple(range(x.ndim)) else lax.transpose(x, perm)
 
 
+def _axis(axis, ndim: int, fn: str) -> int:
+    """`axis` in [0, ndim); NumPy's AxisError (an IndexError and a ValueError) if it is not."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(f"mnp.{fn}: axis {axis} is out of bounds for array of "
+                                      f"dimension {ndim}")
+    return axis % ndim
+
+
+def swapaxes(a, axis1, axis2):
+    a = _operand_array(a)
+    perm = list(range(a.ndim))
+    i, j = _axis(axis1, a.ndim, "swapaxes"), _axis(axis2, a.ndim, "swapaxes")
+    perm[i], perm[j] = j, i
+    return transpose(a, perm)
+
+
+def moveaxis(a, source, destination):
+    a = _operand_array(a)
+    source = [source] if isinstance(source, int) else list(source)
+    destination = [destination] if isinstance(destination, int) else list(destination)
+    if len(source) != len(destination):
+        raise ValueError("Inconsistent number of elements: "
+                         f"{len(source)} vs {len(destination)}")
+    source = [_axis(s, a.ndim, "moveaxis") for s in source]
+    destination = [_axis(d, a.ndim, "moveaxis") for d in destination]
+    if len(set(source)) != len(source) or len(set(destination)) != len(destination):
+        raise ValueError("mnp.moveaxis: repeated axis in source or destination")
+    perm = [i for i in range(a.ndim) if i not in source]
+    for d, s in sorted(zip(destination, source)):
+        perm.insert(d, s)
+    return transpose(a, perm)
+
+
 def expand_dims(x, axis):
     x = _operand_array(x)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -125,6 +159,47 @@ def stack(arrays: Sequence, axis=0):
     if not arrays:
         raise ValueError("need at least one array to stack")
     return _stack(arrays, axis)  # in util, because `asarray` stacks too
+
+
+def _split(fn: str, ary, indices_or_sections, axis) -> list:
+    """The pieces of `ary` along `axis`, one static `lax.slice` each (JAX has a `split`
+    primitive; its pieces are these slices)."""
+    ary = _operand_array(ary)
+    if ary.ndim == 0:
+        raise IndexError(f"mnp.{fn} needs an array with at least one axis, got a 0-d array")
+    axis = _axis(_concrete_int(axis, fn, "axis"), ary.ndim, fn)
+    n = _shape(ary)[axis]
+    if isinstance(indices_or_sections, (list, tuple)) or np.ndim(indices_or_sections) > 0:
+        cuts = [_concrete_int(i, fn, "split index") for i in indices_or_sections]
+        bounds = [0, *cuts, n]
+        sizes = [b - a for a, b in zip(bounds, bounds[1:])]
+        if any(s < 0 for s in sizes):  # NumPy would give empty pieces; JAX refuses
+            raise ValueError(f"Sizes passed to split must be nonnegative, got {sizes}: the "
+                             f"indices {cuts} must increase and lie in [0, {n}]")
+    else:
+        sections = _concrete_int(indices_or_sections, fn, "number of sections")
+        part, rest = divmod(n, sections)
+        if rest and fn == "split":
+            raise ValueError(f"array split does not result in an equal division: rest is "
+                             f"{rest} ({n} elements into {sections}; mnp.array_split allows it)")
+        sizes = [part + 1] * rest + [part] * (sections - rest)
+    pieces, start = [], 0
+    for size in sizes:
+        lo, hi = [0] * ary.ndim, list(_shape(ary))
+        lo[axis], hi[axis] = start, start + size
+        pieces.append(lax.slice(ary, lo, hi))
+        start += size
+    return pieces
+
+
+def split(ary, indices_or_sections, axis=0) -> list:
+    """`ary` cut along `axis` into equal pieces (an int) or at the given indices (a list)."""
+    return _split("split", ary, indices_or_sections, axis)
+
+
+def array_split(ary, indices_or_sections, axis=0) -> list:
+    """As `split`, but n elements into k pieces need not divide: the first n % k are longer."""
+    return _split("array_split", ary, indices_or_sections, axis)
 
 
 def pad(x, pad_width, mode="constant", constant_values=0):

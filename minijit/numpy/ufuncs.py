@@ -14,6 +14,7 @@ import numpy as np
 from minijit import dtypes, lax
 from minijit.core import is_tracing
 from minijit.numpy._edge import api_edge
+from minijit.numpy.searching import nonzero
 from minijit.numpy.util import (
     _SCALARS,
     _aval,
@@ -304,13 +305,17 @@ def clip(x, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002 - NumP
     return out
 
 
-def where(condition, x=None, y=None):
-    """`x` where `condition` else `y`; both are computed (see lax.cond to compute one)."""
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    """`x` where `condition` else `y`; both are computed (see lax.cond to compute one).
+    With `condition` alone it is `nonzero(condition, size=..., fill_value=...)`, as in JAX."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise NotImplementedError(
-            "mnp.where(condition) with one argument returns data-dependent shapes, which "
-            "cannot be traced; use the three-argument form mnp.where(condition, x, y)"
-        )
+        raise TypeError("mnp.where takes both x and y, or neither (then it is nonzero): got "
+                        f"only {'y' if x is None else 'x'}")
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function.")
     c = _as_bool(condition)
     x, y = _promote(x, y)
     c, x, y = _broadcast(c, x, y)
