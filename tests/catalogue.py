@@ -582,6 +582,76 @@ def _scan_reference(xs):
 program("scan_cumulative", lambda xnp, xs: lax.scan(lambda c, v: (c + v, c * v), 0.0, xs),
         lambda rng: (rng.standard_normal(6),), reference=_scan_reference)
 
+
+
+def _batched_map(xnp, xs):
+    return (lax.map(lambda x: x.sum() * x, xs, batch_size=2),
+            lax.map(lambda t: (t[0] * t[1], t[1] - 1), (xs, xs[:, 0]), batch_size=4))
+
+
+def _batched_map_reference(xs):
+    return xs.sum(axis=1, keepdims=True) * xs, (xs * xs[:, :1], xs[:, 0] - 1)
+
+
+program("lax_map_batched", _batched_map, normal(5, 3), reference=_batched_map_reference)
+program("lax_map_nested_scan", lambda xnp, xs: lax.map(
+    lambda row: lax.scan(lambda c, v: (c + v, c), 0.0, row), xs),
+    normal(3, 4), reference=lambda xs: (xs.sum(axis=1), np.cumsum(xs, axis=1) - xs))
+
+
+def _associative_scans(xnp, x, b):
+    affine = lax.associative_scan(lambda p, q: (p[0] * q[0], p[1] * q[0] + q[1]), (x, x + 1))
+    return (lax.associative_scan(xnp.add, x), lax.associative_scan(xnp.maximum, x, reverse=True),
+            lax.associative_scan(xnp.add, b, axis=1), lax.associative_scan(xnp.logical_or, b > 0),
+            affine[1])
+
+
+def _associative_scans_reference(x, b):
+    affine = [x[0] + 1]  # a[i] = a[i-1] * x[i] + (x[i] + 1): the recurrence the pairs compose
+    for v in x[1:]:
+        affine.append(affine[-1] * v + v + 1)
+    return (np.cumsum(x), np.maximum.accumulate(x[::-1])[::-1], np.cumsum(b, axis=1),
+            np.logical_or.accumulate(b > 0, axis=0), np.array(affine))
+
+
+program("associative_scan", _associative_scans,
+        lambda rng: (rng.standard_normal(7), rng.integers(-3, 4, (3, 5))),
+        reference=_associative_scans_reference)
+
+# --------------------------------------------------------------------------- shapes of data
+# Results whose length depends on the data need a static `size=` under jit (as in JAX), so
+# these programs give NumPy references that truncate and pad as `size=` does.
+
+
+def _pad_to(index, size: int, fill):
+    return np.concatenate([index[:size], np.full(max(0, size - len(index)), fill, index.dtype)])
+
+
+def _nonzero_reference(x):
+    rows, cols = np.nonzero(x)
+    return ((_pad_to(rows, 4, -1), _pad_to(cols, 4, 7)), _pad_to(np.flatnonzero(x), 9, 0),
+            np.stack([_pad_to(rows, 2, 0), _pad_to(cols, 2, 0)], axis=1),
+            _pad_to(np.nonzero(x[0] > 0)[0], 3, 0))
+
+
+program("nonzero_sized", lambda xnp, x: (
+    xnp.nonzero(x, size=4, fill_value=(-1, 7)), xnp.flatnonzero(x, size=9),
+    xnp.argwhere(x, size=2), xnp.where(x[0] > 0, size=3)[0]),
+    lambda rng: (rng.integers(0, 2, (3, 4)) * rng.integers(-5, 6, (3, 4)),),
+    reference=_nonzero_reference)
+program("convolve_correlate", lambda xnp, a, v: (
+    xnp.convolve(a, v), xnp.convolve(a, v, "same"), xnp.convolve(v, a, "valid"),
+    xnp.correlate(a, v), xnp.correlate(a, v, "full"), xnp.correlate(v, a, "same")),
+    normal2((7,), (3,)))
+program("convolve_ints", lambda xnp, a, v: xnp.convolve(a, v, "same"),
+        lambda rng: (rng.integers(-5, 6, 6), rng.integers(-5, 6, 4)),
+        reference=lambda a, v: np.convolve(a, v, "same").astype(np.float64))
+program("split_swapaxes_moveaxis", lambda xnp, x: (
+    xnp.split(x, 2, axis=2), xnp.split(x, [1, 1, 2], axis=1), xnp.array_split(x, 3, axis=2),
+    np.split(x, [1]), xnp.swapaxes(x, 0, 2), x.swapaxes(-1, 1), xnp.moveaxis(x, 0, -1),
+    xnp.moveaxis(x, [0, 1], [2, 0])),
+    normal(2, 3, 4))
+
 # --------------------------------------------------------------------------- nested jit
 # A jitted function called inside a traced one is one `jit` equation (tests/test_nested_jit.py)
 # until the optimizer inlines it. These programs run the calls every way: static arguments,
