@@ -140,3 +140,83 @@ def test_astype_docstring():
     out = y.astype(int)  # truncates fractional values
     np.testing.assert_array_equal(out, [0, 0, 1])
     assert out.dtype == jnp.int64
+
+# --- nonzero, lax.map, associative_scan, convolve and split
+
+
+def test_nonzero_with_a_static_size():
+    # jnp.nonzero's docstring: eagerly, then under jit with a static `size`.
+    x = jnp.array([[0, 5, 0],
+                   [6, 0, 7]])
+    rows, cols = jnp.nonzero(x)
+    np.testing.assert_array_equal(rows, [0, 1, 1])
+    np.testing.assert_array_equal(cols, [1, 0, 2])
+    indices = jnp.nonzero(x)
+    np.testing.assert_array_equal(x[indices], [5, 6, 7])
+
+    x = jnp.array([0, 5, 0, 6, 0, 7])
+    try:
+        jax.jit(jnp.nonzero)(x)
+    except jax.errors.ConcretizationTypeError as e:
+        assert "The size argument of" in str(e)
+    else:
+        raise AssertionError("jit(jnp.nonzero) without size must raise")
+
+    nonzero_jit = jax.jit(jnp.nonzero, static_argnames='size')
+    (i,) = nonzero_jit(x, size=3)
+    np.testing.assert_array_equal(i, [1, 3, 5])
+    (i,) = nonzero_jit(x, size=2)  # size < 3: indices are truncated
+    np.testing.assert_array_equal(i, [1, 3])
+    (i,) = nonzero_jit(x, size=5)  # size > 3: indices are padded with zeros.
+    np.testing.assert_array_equal(i, [1, 3, 5, 0, 0])
+    (i,) = nonzero_jit(x, size=5, fill_value=len(x))
+    np.testing.assert_array_equal(i, [1, 3, 5, 6, 6])
+    assert i.dtype == jnp.int64
+
+
+def test_lax_map_with_batch_size(capsys):
+    # lax.map's docstring: f is traced once for the batches and once for the remainder.
+    x = jnp.ones((10, 3, 4))
+
+    def f(x):
+        print('inner shape:', x.shape)
+        return x + 1
+
+    y = lax.map(f, x, batch_size=3)
+    assert capsys.readouterr().out == "inner shape: (3, 4)\ninner shape: (3, 4)\n"
+    assert y.shape == (10, 3, 4)
+    np.testing.assert_array_equal(y, 2.0)
+
+
+def test_associative_scan_partial_sums():
+    # lax.associative_scan's docstring, examples 1 and 3.
+    np.testing.assert_array_equal(lax.associative_scan(jnp.add, jnp.arange(0, 4)), [0, 1, 3, 6])
+    np.testing.assert_array_equal(
+        lax.associative_scan(jnp.add, jnp.arange(0, 4), reverse=True), [6, 6, 5, 3])
+
+
+def test_convolve_modes():
+    # jnp.convolve's docstring.
+    x = jnp.array([1, 2, 3, 2, 1])
+    y = jnp.array([4, 1, 2])
+    full = jnp.convolve(x, y)
+    np.testing.assert_array_equal(full, [4., 9., 16., 15., 12., 5., 2.])
+    assert full.dtype == jnp.float64  # ints convolve in a float (float32 without x64)
+    np.testing.assert_array_equal(jnp.convolve(x, y, mode='same'), [9., 16., 15., 12., 5.])
+    np.testing.assert_array_equal(jnp.convolve(x, y, mode='valid'), [16., 15., 12.])
+
+
+def test_split(capsys):
+    # jnp.split's docstring.
+    x = jnp.array([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    chunks = jnp.split(x, 3)
+    print(*chunks)
+    chunks = jnp.split(x, [2, 7])  # [x[0:2], x[2:7], x[7:]]
+    print(*chunks)
+    x = jnp.array([[1, 2, 3, 4],
+                   [5, 6, 7, 8]])
+    x1, x2 = jnp.split(x, 2, axis=1)
+    print(x1)
+    print(x2)
+    assert capsys.readouterr().out == (
+        "[1 2 3] [4 5 6] [7 8 9]\n[1 2] [3 4 5 6 7] [8 9]\n[[1 2]\n [5 6]]\n[[3 4]\n [7 8]]\n")
