@@ -118,7 +118,7 @@ def test_two_ellipses():
      re.escape("cannot broadcast an array of shape (2, 3) to shape (3, 4)")),
     (lambda x: mnp.pad(x, 1, mode="edge"), NotImplementedError, "mode='constant' only"),
     (lambda x: mnp.pad(x, -1), ValueError, "negative"),
-    (lambda x: mnp.where(x > 0), NotImplementedError, "three-argument form"),
+    (lambda x: mnp.where(x > 0, x, 0, size=2), ValueError, "three-term where"),
     (lambda x: mnp.reshape(x, 6, order="F"), NotImplementedError, "order='C'"),
     (lambda x: mnp.matmul(x[None], x.T), NotImplementedError, "1-D and 2-D"),
     (lambda x: mnp.power(x.astype(mnp.int32), -1), ValueError, "negative integer powers"),
