@@ -170,6 +170,7 @@ def test_the_checker_sees_function_local_and_relative_imports():
     assert layer_of("minijit.lax.control_flow") == 2 and layer_of("minijit.nonexistent") is None
     assert layer_of("minijit.lax.loops") == 2 and layer_of("minijit.numpy.searching") == 2
     assert layer_of("minijit.numpy.convolution") == 2
+    assert layer_of("minijit.numpy.array_creation") == 2
     fake = {"minijit.a": {"minijit.b"}, "minijit.b": {"minijit.a"}, "minijit.c": set()}
     assert _cycles(fake) == [{"minijit.a", "minijit.b"}]
 

@@ -20,8 +20,8 @@ This file is the public namespace only; the code lives in modules named as in JA
 - `searching.py`: `nonzero`, `flatnonzero`, `argwhere` (and one-argument `where`), whose
   result length is data-dependent unless `size=` is given;
 - `ufuncs.py`: elementwise functions: arithmetic, comparisons, logical, `exp`, `where`, ...;
-- `lax_numpy.py`: shapes (`reshape`, `concatenate`, `stack`, ...) and array creation
-  (`zeros`, `arange`, `linspace`, `eye`, ...);
+- `lax_numpy.py`: shapes (`reshape`, `concatenate`, `stack`, `split`, ...), `arange`, `eye`;
+- `array_creation.py`: `full`, `zeros`, `ones`, `*_like`, `linspace`;
 - `reductions.py`: `sum`, `mean`, `var`, `argmax`, ..., and `dot` and `matmul`;
 - `convolution.py`: `convolve` and `correlate`, a sliding window and one `dot_general`.
 Nothing in them imports this package.
@@ -30,6 +30,7 @@ Nothing in them imports this package.
 import numpy as np
 
 from minijit.array import Array
+from minijit.numpy.array_creation import *  # noqa: F403 - its __all__: every public function
 from minijit.numpy.convolution import *  # noqa: F403 - its __all__: every public function
 from minijit.numpy.lax_numpy import *  # noqa: F403 - its __all__: every public function
 from minijit.numpy.reductions import *  # noqa: F403 - its __all__: every public function

@@ -1,15 +1,16 @@
-"""Shapes and array creation: `reshape`, `transpose`, `concatenate`, `split`, `pad`, ...,
-and `full`, `zeros`, `arange`, `linspace`, `eye`, ... (as in JAX's `jax/_src/numpy/lax_numpy.py`).
+"""Shapes, and the creation functions JAX keeps here: `reshape`, `transpose`, `concatenate`,
+`split`, `pad`, ..., and `arange`, `eye` (as in JAX's `jax/_src/numpy/lax_numpy.py`; `full`,
+`zeros`, `linspace`, ... are in `array_creation.py`, as in JAX).
 
 Shape functions move elements, they never compute with them (`shape`, `ndim` and `size` only
 look): each checks its arguments with NumPy's error messages, then calls a `lax` shape
 primitive; `reshape`, `transpose` and `squeeze` return their argument when there is nothing
 to do. Joining arrays (`concatenate`, `stack`) promotes them to one dtype first.
 
-Creation functions need concrete shapes, as in JAX, because a Jaxpr's shapes are static: a
-traced `shape`, `num`, `N` or `arange` bound is a ConcretizationTypeError (`_concrete_int`).
-Their values are computed with `lax` (`iota`, `broadcast_in_dim`) and `ufuncs`, so under `jit`
-they are equations of the Jaxpr, not constants.
+`arange` and `eye` need concrete sizes, as in JAX, because a Jaxpr's shapes are static: a
+traced bound or `N` is a ConcretizationTypeError (`util._concrete_int`). Their values are
+computed with `lax` (`iota`, `broadcasted_iota`) and `ufuncs`, so under `jit` they are
+equations of the Jaxpr, not constants.
 """
 
 from __future__ import annotations
@@ -22,13 +23,12 @@ import numpy as np
 
 from minijit import dtypes, lax
 from minijit.core import Tracer
-from minijit.errors import ConcretizationTypeError
 from minijit.numpy._edge import api_edge
-from minijit.numpy.ufuncs import add, equal, floor, multiply, subtract, true_divide, where
+from minijit.numpy.ufuncs import add, equal, multiply
 from minijit.numpy.util import (
-    _SCALARS,
     _aval,
     _axes,
+    _concrete_int,
     _convert,
     _operand,
     _operand_array,
@@ -36,7 +36,6 @@ from minijit.numpy.util import (
     _shape,
     _stack,
     astype,
-    broadcast_to,
 )
 
 # --------------------------------------------------------------------------- shapes
@@ -228,53 +227,8 @@ def size(x) -> int:
     return math.prod(shape(x))
 
 
-# --------------------------------------------------------------------------- creation
-
-
-def _concrete_int(x, fn: str, what: str) -> int:
-    if isinstance(x, Tracer):
-        raise ConcretizationTypeError(
-            f"mnp.{fn} needs a concrete {what}: shapes must be known while tracing, but it got "
-            f"a traced value ({x.aval.str_short()}). Mark the argument it comes from static "
-            "(static_argnums / static_argnames), or pass a Python int."
-        )
-    return operator.index(x)
-
-
-def _shape_arg(shape, fn: str) -> tuple[int, ...]:
-    if isinstance(shape, (int, Tracer, np.integer)):
-        shape = (shape,)
-    return tuple(_concrete_int(d, fn, "shape") for d in shape)
-
-
-def full(shape, fill_value, dtype=None):
-    shape = _shape_arg(shape, "full")
-    fill = _operand(fill_value)
-    if dtype is not None:
-        fill = _convert(fill, dtypes.canonicalize(dtype), False)
-    elif isinstance(fill, _SCALARS):
-        fill = _convert(fill, dtypes.python_scalar_dtype(fill), False)
-    return broadcast_to(_operand_array(fill), shape) if shape else _operand_array(fill)
-
-
-def zeros(shape, dtype=None):
-    return full(shape, 0, dtypes.canonicalize(dtype or dtypes.float_))
-
-
-def ones(shape, dtype=None):
-    return full(shape, 1, dtypes.canonicalize(dtype or dtypes.float_))
-
-
-def full_like(x, fill_value, dtype=None):
-    return full(shape(x), fill_value, dtype or _aval(_operand(x)).dtype)
-
-
-def zeros_like(x, dtype=None):
-    return full_like(x, 0, dtype)
-
-
-def ones_like(x, dtype=None):
-    return full_like(x, 1, dtype)
+# --------------------------------------------------------------------------- creation (the
+# rest is in array_creation.py)
 
 
 def arange(start, stop=None, step=None, dtype=None):
@@ -290,21 +244,6 @@ def arange(start, stop=None, step=None, dtype=None):
     if start == 0 and step == 1:
         return astype(ramp, target)
     out = add(multiply(ramp, ref.dtype.type(step)), ref.dtype.type(start))
-    return astype(out, target)
-
-
-def linspace(start, stop, num=50, endpoint=True, dtype=None):
-    num = _concrete_int(num, "linspace", "num")
-    div = (num - 1) if endpoint else num
-    start, stop = _promote(start, stop, 0.0)[:2]
-    ramp = lax.iota(dtypes.float_, num)
-    step = true_divide(subtract(stop, start), max(div, 1))
-    out = add(multiply(ramp, step), start)
-    if endpoint and num > 1:
-        out = where(equal(ramp, float(num - 1)), broadcast_to(stop, (num,)), out)
-    target = dtypes.canonicalize(dtype or dtypes.float_)
-    if dtypes.is_int(target):
-        out = floor(out)
     return astype(out, target)
 
 

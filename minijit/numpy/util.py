@@ -8,7 +8,8 @@ build on `jax/_src/numpy/util.py`:
   `convert_element_type` equation only where an operand's dtype changes;
 - `_broadcast` gives them their common shape, with a `broadcast_in_dim` equation only where
   an operand's shape changes (a scalar stays a scalar: primitives accept one);
-- `_axes` normalizes an `axis` argument (for the reductions and `squeeze`).
+- `_axes` normalizes an `axis` argument (for the reductions and `squeeze`), and
+  `_concrete_int` a size (a shape, a count), refusing a traced one.
 So the primitives in `minijit.lax` stay strict, and a Jaxpr shows every conversion.
 
 `asarray` is the one public function that converts lists and tuples (see `_edge`). It stacks
@@ -196,6 +197,18 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError("duplicate value in 'axis'")
     return tuple(sorted(out))
+
+
+def _concrete_int(x, fn: str, what: str) -> int:
+    """`x` as a Python int; a traced `x` (a shape, a size, a count) is a ConcretizationTypeError
+    naming the fix, because a Jaxpr's shapes are static."""
+    if isinstance(x, Tracer):
+        raise ConcretizationTypeError(
+            f"mnp.{fn} needs a concrete {what}: shapes must be known while tracing, but it got "
+            f"a traced value ({x.aval.str_short()}). Mark the argument it comes from static "
+            "(static_argnums / static_argnames), or pass a Python int."
+        )
+    return operator.index(x)
 
 
 def _stack(arrays, axis: int):
