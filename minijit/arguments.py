@@ -20,7 +20,7 @@ from minijit import dtypes, errors
 from minijit.array import Array
 from minijit.core import ShapedArray
 from minijit.tracing import Tracer
-from minijit.tree_util import PyTreeDef, tree_flatten_with_path, tree_unflatten
+from minijit.tree_util import PyTreeDef, keystr, tree_flatten_with_path, tree_unflatten
 
 
 def _as_tuple(x) -> tuple:
@@ -234,15 +234,14 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = Fals
     pos_names = [spec.positional_name(p[1]) for p in positions]
     with_path, tree_args = tree_flatten_with_path(tuple(dyn_args))
     for path, leaf in with_path:
-        # path looks like "[0]['w']": replace the leading [i] by the parameter's name
-        i = int(path[1:path.index("]")])
-        names.append(pos_names[i] + path[path.index("]") + 1:])
+        # the path's first key is the argument's position: write the parameter's name
+        i = path[0].idx
+        names.append(pos_names[i] + keystr(path[1:]))
         donated.append(positions[i][1] in spec.donate_argnums)
         leaves.append(leaf)
     kw_with_path, tree_kwargs = tree_flatten_with_path(dyn_kwargs)
     for path, leaf in kw_with_path:
-        key = path[2:path.index("]") - 1]  # "['name']..." -> name
-        names.append(key + path[path.index("]") + 1:])
+        names.append(path[0].key + keystr(path[1:]))
         donated.append(False)
         leaves.append(leaf)
     for leaf, name in zip(leaves, names):

@@ -40,7 +40,7 @@ from minijit.core import (
     trace_state,
 )
 from minijit.ir import Eqn, Jaxpr, Lit, Var
-from minijit.tree_util import PyTreeDef, tree_flatten_with_path
+from minijit.tree_util import PyTreeDef, tree_flatten_with_names
 
 # --------------------------------------------------------------------------- tracers
 
@@ -363,7 +363,7 @@ def trace_to_jaxpr(
 
 
 def _output_atoms(trace: JaxprTrace, out, name: str) -> tuple[list, PyTreeDef]:
-    leaves, out_tree = tree_flatten_with_path(out, "output")
+    leaves, out_tree = tree_flatten_with_names(out, "output")
     atoms = []
     for path, leaf in leaves:
         if not isinstance(leaf, (Tracer, np.ndarray, np.generic, bool, int, float)):

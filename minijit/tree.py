@@ -12,11 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from minijit.tree_util import (
+    KeyPath,
     PyTreeDef,
     tree_flatten,
     tree_flatten_with_path,
     tree_leaves,
+    tree_leaves_with_path,
     tree_map,
+    tree_map_with_path,
     tree_structure,
     tree_unflatten,
 )
@@ -28,7 +31,7 @@ def _no_is_leaf(is_leaf) -> None:
     if is_leaf is not None:
         raise NotImplementedError(
             "is_leaf= is not supported by minijit's pytrees; flatten to the leaves you want "
-            "first (tuples, lists, dicts and namedtuples are nodes, anything else a leaf)")
+            "first, or register a class as a node (tree_util.register_pytree_node)")
 
 
 def map(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:  # noqa: A001 - JAX's name
@@ -56,11 +59,21 @@ def unflatten(treedef: PyTreeDef, leaves: Any) -> Any:
     return tree_unflatten(treedef, leaves)
 
 
-def flatten_with_path(tree: Any, is_leaf=None) -> tuple[list[tuple[str, Any]], PyTreeDef]:
-    """(path, leaf) pairs, with the path written as minijit's error messages write it
-    (`params['w']`); JAX gives a tuple of key objects instead."""
+def flatten_with_path(tree: Any, is_leaf=None) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+    """(key path, leaf) pairs and the treedef; `tree_util.keystr(path)` writes a path."""
     _no_is_leaf(is_leaf)
     return tree_flatten_with_path(tree)
+
+
+def leaves_with_path(tree: Any, is_leaf=None) -> list[tuple[KeyPath, Any]]:
+    _no_is_leaf(is_leaf)
+    return tree_leaves_with_path(tree)
+
+
+def map_with_path(f: Callable, tree: Any, *rest: Any, is_leaf=None) -> Any:
+    """`f(path, leaf, *matching leaves of rest)` for each leaf, in `tree`'s structure."""
+    _no_is_leaf(is_leaf)
+    return tree_map_with_path(f, tree, *rest)
 
 
 def reduce(function: Callable, tree: Any, initializer: Any = _NO_INITIALIZER,

@@ -73,7 +73,7 @@ def test_tree_short_names():
     assert mj.tree.all([True, 1]) and not mj.tree.all([True, 0])
     assert mj.tree.map(lambda a, b: a + b, {"x": 1}, {"x": 2}) == {"x": 3}
     assert mj.tree.leaves({"b": 2, "a": 1}) == [1, 2]  # dict keys sorted, as in JAX
-    assert str(mj.tree.structure((1, [2]))) == "(*, [*])"
+    assert str(mj.tree.structure((1, [2]))) == "PyTreeDef((*, [*]))"
     leaves, treedef = mj.tree.flatten({"a": 1})
     assert leaves == [1] and mj.tree.unflatten(treedef, [5]) == {"a": 5}
     with pytest.raises(NotImplementedError, match="is_leaf"):

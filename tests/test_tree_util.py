@@ -1,24 +1,43 @@
-"""Pytrees: flatten/unflatten round trips, dict key order, None, namedtuples, treedefs."""
+"""Pytrees: flatten/unflatten round trips, dict key order, None, namedtuples, treedefs, key
+paths, and registered classes (as jit arguments and results, in control flow and debug.print)."""
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import minijit as mj
+import minijit.numpy as mnp
+from minijit import backends, lax
 from minijit.tree_util import (
     LEAF,
+    DictKey,
+    FlattenedIndexKey,
+    GetAttrKey,
     PyTreeDef,
+    SequenceKey,
+    keystr,
+    register_dataclass,
+    register_pytree_node,
+    register_pytree_node_class,
+    register_pytree_with_keys,
     tree_flatten,
+    tree_flatten_with_names,
     tree_flatten_with_path,
     tree_leaves,
+    tree_leaves_with_path,
     tree_map,
+    tree_map_with_path,
     tree_structure,
     tree_unflatten,
 )
+
+BACKENDS = sorted(backends.BACKENDS)
 
 Point = collections.namedtuple("Point", "x y")
 Pair = collections.namedtuple("Pair", "first second")
@@ -98,7 +117,7 @@ class Box:
 @settings(max_examples=100, deadline=None)
 @given(trees)
 def test_paths_match_leaves_and_index_the_tree(tree):
-    with_path, treedef = tree_flatten_with_path(tree, "t")
+    with_path, treedef = tree_flatten_with_names(tree, "t")
     flat, treedef2 = tree_flatten(tree)
     assert treedef == treedef2
     assert len(with_path) == len(flat)
@@ -181,8 +200,11 @@ def test_namedtuple_differs_from_tuple_and_other_namedtuple():
 
 
 def test_namedtuple_paths_use_field_names():
-    with_path, _ = tree_flatten_with_path({"p": Point(1, [2])}, "arg")
+    with_path, _ = tree_flatten_with_names({"p": Point(1, [2])}, "arg")
     assert [p for p, _ in with_path] == ["arg['p'].x", "arg['p'].y[0]"]
+    keys, _ = tree_flatten_with_path({"p": Point(1, [2])})
+    assert [p for p, _ in keys] == [(DictKey("p"), GetAttrKey("x")),
+                                    (DictKey("p"), GetAttrKey("y"), SequenceKey(0))]
 
 
 # --------------------------------------------------------------------------- treedefs
@@ -209,15 +231,17 @@ def test_leaf_treedef():
     assert tree_unflatten(LEAF, ["only"]) == "only"
 
 
-def test_treedef_str():
-    assert str(tree_structure(1)) == "*"
-    assert str(tree_structure(None)) == "None"
-    assert str(tree_structure((1,))) == "(*,)"
-    assert str(tree_structure((1, 2))) == "(*, *)"
-    assert str(tree_structure([1, None])) == "[*, None]"
-    assert str(tree_structure({"b": 1, "a": (2,)})) == "{'a': (*,), 'b': *}"
-    assert str(tree_structure(Point(1, [2]))) == "Point(*, [*])"
-    assert str(tree_structure(())) == "()"
+def test_treedef_str():  # JAX 0.10.2's strings, checked there
+    assert str(tree_structure(1)) == "PyTreeDef(*)"
+    assert str(tree_structure(None)) == "PyTreeDef(None)"
+    assert str(tree_structure((1,))) == "PyTreeDef((*,))"
+    assert str(tree_structure((1, 2))) == "PyTreeDef((*, *))"
+    assert str(tree_structure([1, None])) == "PyTreeDef([*, None])"
+    assert str(tree_structure({"b": 1, "a": (2,)})) == "PyTreeDef({'a': (*,), 'b': *})"
+    assert (str(tree_structure(Point(1, [2])))
+            == "PyTreeDef(CustomNode(namedtuple[Point], [*, [*]]))")
+    assert str(tree_structure(())) == "PyTreeDef(())"
+    assert repr(tree_structure([1])) == "PyTreeDef([*])"
 
 
 def test_num_leaves():
@@ -227,9 +251,9 @@ def test_num_leaves():
 
 def test_wrong_number_of_leaves_raises():
     treedef = tree_structure((1, 2))
-    with pytest.raises(ValueError, match="too few"):
+    with pytest.raises(ValueError, match="Too few leaves for PyTreeDef; expected 2, got 1"):
         tree_unflatten(treedef, [1])
-    with pytest.raises(ValueError, match="too many"):
+    with pytest.raises(ValueError, match="Too many leaves for PyTreeDef; expected 2"):
         tree_unflatten(treedef, [1, 2, 3])
 
 
@@ -241,3 +265,222 @@ def test_empty_containers_have_no_leaves_but_keep_their_type():
         assert type(out) is type(empty) and out == empty
     assert tree_structure(()) != tree_structure([])
     assert tree_structure([]) != tree_structure({})
+
+
+# --------------------------------------------------------------------------- key paths
+# Expected strings are JAX 0.10.2's (checked there).
+
+
+def test_key_entries_print_as_jax():
+    keys = [SequenceKey(0), DictKey("a"), DictKey(1), GetAttrKey("x"), FlattenedIndexKey(2)]
+    assert [repr(k) for k in keys] == [
+        "SequenceKey(idx=0)", "DictKey(key='a')", "DictKey(key=1)", "GetAttrKey(name='x')",
+        "FlattenedIndexKey(key=2)"]
+    assert [str(k) for k in keys] == ["[0]", "['a']", "[1]", ".x", "[<flat index 2>]"]
+    assert SequenceKey(0) == SequenceKey(0) and hash(DictKey("a")) == hash(DictKey("a"))
+    assert SequenceKey(0) != FlattenedIndexKey(0)
+
+
+def test_flatten_with_path_and_keystr():
+    tree = {"w": [1, (2, 3)], "b": Point(4, None), "c": 5}
+    with_path, treedef = tree_flatten_with_path(tree)
+    assert [leaf for _, leaf in with_path] == [4, 5, 1, 2, 3]
+    assert with_path[0][0] == (DictKey("b"), GetAttrKey("x"))
+    assert [keystr(p) for p, _ in with_path] == [
+        "['b'].x", "['c']", "['w'][0]", "['w'][1][0]", "['w'][1][1]"]
+    assert [keystr(p, simple=True, separator="/") for p, _ in with_path] == [
+        "b/x", "c", "w/0", "w/1/0", "w/1/1"]
+    assert keystr((DictKey("a"), SequenceKey(0)), separator="/") == "['a']/[0]"
+    assert keystr(()) == ""
+    assert treedef == tree_structure(tree)
+    assert tree_leaves_with_path([1, {"a": 2}]) == [
+        ((SequenceKey(0),), 1), ((SequenceKey(1), DictKey("a")), 2)]
+
+
+def test_map_with_path():
+    out = tree_map_with_path(lambda p, x: (keystr(p), x), {"a": 1, "b": [2]})
+    assert out == {"a": ("['a']", 1), "b": [("['b'][0]", 2)]}
+    assert tree_map_with_path(lambda p, x, y: x + y, [1, 2], [10, 20]) == [11, 22]
+    assert mj.tree.map_with_path(lambda p, x: p, [1]) == [(SequenceKey(0),)]
+    assert mj.tree.leaves_with_path([1]) == [((SequenceKey(0),), 1)]
+    assert mj.tree.flatten_with_path([1])[0] == [((SequenceKey(0),), 1)]
+
+
+# --------------------------------------------------------------------------- custom nodes
+
+
+class Vec:
+    """Registered with register_pytree_node: its children have FlattenedIndexKeys."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+register_pytree_node(Vec, lambda v: ((v.a, v.b), "aux"), lambda aux, ch: Vec(*ch))
+
+
+@register_pytree_node_class
+class Scaled:
+    """A class decorated as a node: `scale` is aux data, not a leaf."""
+
+    def __init__(self, value, scale):
+        self.value, self.scale = value, scale
+
+    def tree_flatten(self):
+        return (self.value,), self.scale
+
+    @classmethod
+    def tree_unflatten(cls, scale, children):
+        return cls(children[0], scale)
+
+
+@register_dataclass
+@dataclasses.dataclass
+class Params:
+    w: object
+    b: object
+    op: str = dataclasses.field(default="add", metadata=dict(static=True))
+
+
+class Keyed:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+register_pytree_with_keys(
+    Keyed, lambda k: (((GetAttrKey("x"), k.x), (GetAttrKey("y"), k.y)), None),
+    lambda aux, ch: Keyed(*ch))
+
+
+class Meta:
+    """Unhashable aux data (a list): JAX compares it with `==` and does not hash it."""
+
+    def __init__(self, x, meta):
+        self.x, self.meta = x, meta
+
+
+register_pytree_node(Meta, lambda m: ((m.x,), m.meta), lambda meta, ch: Meta(ch[0], meta))
+
+
+def test_custom_node_flattens_with_jax_keys_and_str():
+    with_path, treedef = tree_flatten_with_path([Vec(1, 2)])
+    assert with_path == [((SequenceKey(0), FlattenedIndexKey(0)), 1),
+                         ((SequenceKey(0), FlattenedIndexKey(1)), 2)]
+    assert str(treedef) == "PyTreeDef([CustomNode(Vec[aux], [*, *])])"
+    assert (str(tree_structure(Scaled(1, ("t", 2))))
+            == "PyTreeDef(CustomNode(Scaled[('t', 2)], [*]))")
+    assert str(tree_structure(Params(1, 2))) == "PyTreeDef(CustomNode(Params[('add',)], [*, *]))"
+    assert tree_flatten_with_path(Params(1, 2))[0] == [((GetAttrKey("w"),), 1),
+                                                       ((GetAttrKey("b"),), 2)]
+    assert tree_flatten_with_path(Keyed(1, 2))[0] == [((GetAttrKey("x"),), 1),
+                                                      ((GetAttrKey("y"),), 2)]
+    assert str(tree_structure(Keyed(1, 2))) == "PyTreeDef(CustomNode(Keyed[None], [*, *]))"
+
+
+def test_custom_node_round_trips_and_maps():
+    v = tree_map(lambda x: x * 10, Vec(1, Vec(2, 3)))
+    assert (v.a, v.b.a, v.b.b) == (10, 20, 30)
+    s = tree_unflatten(tree_structure(Scaled(0, 3.0)), [5])
+    assert (s.value, s.scale) == (5, 3.0)
+    assert tree_map(lambda x: -x, Params(1, 2, "mul")) == Params(-1, -2, "mul")
+
+
+def test_treedef_compares_aux_by_value_without_hashing_it():
+    a, b = tree_structure(Meta(1, [1, 2])), tree_structure(Meta(1, [1, 2]))
+    assert a == b and hash(a) == hash(b)
+    assert a != tree_structure(Meta(1, [1, 3]))
+    assert tree_structure(Scaled(1, 2.0)) != tree_structure(Scaled(1, 3.0))
+
+
+def test_registration_errors_are_jax_s():
+    with pytest.raises(ValueError, match="Duplicate custom PyTreeDef type registration for "
+                                         "<class 'test_tree_util.Vec'>"):
+        register_pytree_node(Vec, lambda v: ((), None), lambda aux, ch: Vec(0, 0))
+    with pytest.raises(ValueError, match="Duplicate custom PyTreeDef type registration"):
+        register_pytree_node(tuple, lambda v: (v, None), lambda aux, ch: tuple(ch))
+    with pytest.raises(TypeError, match="must both be specified"):
+        register_dataclass(Point, data_fields=["x"])
+    with pytest.raises(TypeError, match="required when nodetype is not a dataclass"):
+        register_dataclass(Vec)
+
+    @dataclasses.dataclass
+    class Two:
+        a: int
+        b: int
+
+    with pytest.raises(ValueError, match="Missing fields: {'b'}"):
+        register_dataclass(Two, data_fields=["a"], meta_fields=[])
+
+
+def test_bad_flatten_function_is_named():
+    class Bad:
+        pass
+
+    register_pytree_node(Bad, lambda b: 3, lambda aux, ch: Bad())
+    with pytest.raises(ValueError, match=r"should return a \(children, aux_data\) tuple, got 3"):
+        tree_leaves(Bad())
+
+
+# --------------------------------------------------------------------------- under jit
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_nodes_as_jit_arguments_and_results(backend):
+    @mj.jit(backend=backend)
+    def f(p, s):
+        return Params(p.b * s.scale, p.w + s.value, p.op), Vec(p.w, s.value)
+
+    out, v = f(Params(np.ones(2), np.arange(2.0)), Scaled(np.float64(3.0), 2.0))
+    assert isinstance(out, Params) and out.op == "add"
+    np.testing.assert_array_equal(out.w, [0.0, 2.0])
+    np.testing.assert_array_equal(out.b, [4.0, 4.0])
+    assert isinstance(v, Vec) and float(v.b) == 3.0
+    f(Params(np.ones(2), np.arange(2.0)), Scaled(np.float64(4.0), 2.0))
+    assert f.trace_count == 1  # same structure and aux data: a hit
+    f(Params(np.ones(2), np.arange(2.0)), Scaled(np.float64(4.0), 5.0))
+    assert f.trace_count == 2  # new aux data: a new structure, so a retrace
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unhashable_aux_data_works_under_jit(backend):
+    traces = []
+
+    @mj.jit(backend=backend)
+    def f(m):
+        traces.append(1)
+        return m.x * len(m.meta)
+
+    np.testing.assert_array_equal(f(Meta(np.ones(2), [1, 2])), [2.0, 2.0])
+    f(Meta(np.ones(2), [1, 2]))
+    np.testing.assert_array_equal(f(Meta(np.ones(2), [1, 2, 3])), [3.0, 3.0])
+    assert len(traces) == 2  # as in JAX: equal aux hits, a different one retraces
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_nodes_in_control_flow_carries(backend):
+    @mj.jit(backend=backend)
+    def f(x):
+        c = lax.cond(x > 0, lambda v: Vec(v.b, v.a), lambda v: v, Vec(x, 2 * x))
+        w = lax.while_loop(lambda v: v.a < 5.0, lambda v: Vec(v.a + 1.0, v.b * 2.0),
+                           Vec(x, x))
+        s, ys = lax.scan(lambda c, t: (Params(c.w + t, c.b, c.op), c.w), Params(x, x),
+                         mnp.arange(3.0))
+        return c, w, s, ys
+
+    for run in (f, f.fun):  # compiled, and eagerly
+        c, w, s, ys = run(np.float64(1.0))
+        assert (float(c.a), float(c.b)) == (2.0, 1.0)
+        assert (float(w.a), float(w.b)) == (5.0, 16.0)
+        assert isinstance(s, Params) and float(s.w) == 4.0
+        np.testing.assert_array_equal(ys, [1.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_custom_nodes_in_debug_print(capsys, backend):
+    def f(x):
+        mj.debug.print("{v}", v=Vec(x, 2.0))
+
+    mj.jit(f, backend=backend)(np.ones(2))
+    f(np.ones(2))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(line.startswith("<test_tree_util.Vec object") for line in lines)

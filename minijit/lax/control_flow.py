@@ -35,7 +35,7 @@ from minijit.interpret import eval_jaxpr
 from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.lax import ops as lax
 from minijit.tracing import trace_to_jaxpr
-from minijit.tree_util import PyTreeDef, tree_flatten, tree_flatten_with_path, tree_unflatten
+from minijit.tree_util import PyTreeDef, tree_flatten, tree_flatten_with_names, tree_unflatten
 
 cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)
@@ -156,7 +156,7 @@ def _cond(index, funs: list[Callable], operands, what: str, names=None):
     names = names or [f"branches[{i}]" for i in range(len(funs))]
     leaves, in_tree = tree_flatten(operands)
     in_avals = _avals(leaves)
-    arg_names = [f"operand{p}" for p, _ in tree_flatten_with_path(operands)[0]]
+    arg_names = [f"operand{p}" for p, _ in tree_flatten_with_names(operands)[0]]
     traced = [_trace(f, in_tree, in_avals, arg_names, getattr(f, "__name__", n))
               for f, n in zip(funs, names)]
     first_jaxpr, _, first_tree = traced[0]
@@ -171,7 +171,7 @@ def _cond(index, funs: list[Callable], operands, what: str, names=None):
 
 def _leaf_paths(tree: PyTreeDef) -> list[str]:
     dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
-    return [p or "the output" for p, _ in tree_flatten_with_path(dummy, "output")[0]]
+    return [p or "the output" for p, _ in tree_flatten_with_names(dummy, "output")[0]]
 
 
 def _cond_abstract_eval(index, *args, branches):
@@ -429,7 +429,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
 def _leaf_paths_raw(tree: PyTreeDef) -> list[str]:
     dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
-    return [p for p, _ in tree_flatten_with_path(dummy)[0]]
+    return [p for p, _ in tree_flatten_with_names(dummy)[0]]
 
 
 def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
