@@ -17,20 +17,21 @@ from minijit import debug, errors, lax, tree, tree_util
 from minijit import numpy as numpy
 from minijit.array import Array
 from minijit.config import config, debug_nans, disable_jit
-from minijit.core import Primitive, ShapedArray, bind
+from minijit.core import Primitive, ShapedArray, ShapeDtypeStruct, bind
 from minijit.debug import checking_leaks
 from minijit.device import block_until_ready, device_put, effects_barrier
 from minijit.interpret import eval_jaxpr
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, typecheck_jaxpr
-from minijit.jit import jit, make_jaxpr
+from minijit.jit import eval_shape, jit, make_jaxpr
 from minijit.tracing import Tracer
 from minijit.version import __version__  # noqa: F401 - minijit.__version__
 
 check_tracer_leaks = checking_leaks  # JAX's other name: `with jax.check_tracer_leaks():`
 
 __all__ = [
-    "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapedArray", "Tracer", "Var",
-    "bind", "block_until_ready", "check_tracer_leaks", "checking_leaks", "config", "debug",
-    "debug_nans", "device_put", "disable_jit", "effects_barrier", "errors", "eval_jaxpr", "jit",
+    "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapeDtypeStruct", "ShapedArray",
+    "Tracer", "Var", "bind", "block_until_ready", "check_tracer_leaks", "checking_leaks",
+    "config", "debug", "debug_nans", "device_put", "disable_jit", "effects_barrier", "errors",
+    "eval_jaxpr", "eval_shape", "jit",
     "lax", "make_jaxpr", "numpy", "tree", "tree_util", "typecheck_jaxpr",
 ]

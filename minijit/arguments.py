@@ -18,7 +18,7 @@ import numpy as np
 
 from minijit import dtypes, errors
 from minijit.array import Array
-from minijit.core import ShapedArray
+from minijit.core import ShapedArray, ShapeDtypeStruct
 from minijit.tracing import Tracer
 from minijit.tree_util import PyTreeDef, keystr, tree_flatten_with_path, tree_unflatten
 
@@ -140,11 +140,25 @@ class SplitArgs:
 _INT_MIN, _INT_MAX = int(np.iinfo(dtypes.int_).min), int(np.iinfo(dtypes.int_).max)
 
 
-def leaf_aval(x, name: str, fun_name: str, tracers_ok: bool = False) -> tuple:
+def leaf_aval(x, name: str, fun_name: str, tracers_ok: bool = False,
+              abstract_ok: bool = False) -> tuple:
     """`(shape, dtype, weak_type)` of one dynamic leaf, or a TypeError naming the argument.
 
     A live tracer is a leaf only with `tracers_ok`: a jitted function called while another
-    is traced (jit.py) takes the caller's tracers; everything else takes concrete values."""
+    is traced (jit.py) takes the caller's tracers; everything else takes concrete values.
+    A `ShapeDtypeStruct` is one only with `abstract_ok`: tracing needs no data, running does."""
+    if isinstance(x, ShapeDtypeStruct):
+        if not abstract_ok:  # JAX raises a TypeError here too
+            raise TypeError(
+                f"argument `{name}` of `{fun_name}` is {x!r}: a shape and dtype with no data. "
+                f"It can be traced (jit(f).trace, .lower, make_jaxpr, eval_shape) but not "
+                f"run; pass an array of that shape and dtype, e.g. "
+                f"np.zeros({x.shape}, np.{x.dtype.name})")
+        if x.dtype not in dtypes.SHORT_NAMES:
+            raise TypeError(
+                f"argument `{name}` of `{fun_name}` is {x!r}, of a dtype minijit does not "
+                f"support; use one of {', '.join(d.name for d in dtypes.SUPPORTED)}")
+        return (x.shape, x.dtype, x.weak_type)
     if isinstance(x, np.ma.MaskedArray):  # an ndarray, but tracing it would drop its mask
         raise TypeError(
             f"argument `{name}` of `{fun_name}` is a masked array (np.ma.MaskedArray); minijit "
@@ -210,7 +224,8 @@ def leaf_aval(x, name: str, fun_name: str, tracers_ok: bool = False) -> tuple:
     )
 
 
-def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = False) -> SplitArgs:
+def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = False,
+               abstract_ok: bool = False) -> SplitArgs:
     dyn_args, dyn_kwargs, positions = [], {}, []
     static_key, static_names, statics = [], [], {}
     for i, a in enumerate(args):
@@ -245,7 +260,7 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = Fals
         donated.append(False)
         leaves.append(leaf)
     for leaf, name in zip(leaves, names):
-        avals.append(leaf_aval(leaf, name, spec.fun_name, tracers_ok))
+        avals.append(leaf_aval(leaf, name, spec.fun_name, tracers_ok, abstract_ok))
     in_tree = PyTreeDef("tuple", None, (tree_args, tree_kwargs))
     return SplitArgs(leaves, names, avals, in_tree, tuple(static_key), static_names, donated,
                      positions, statics)

@@ -78,6 +78,46 @@ class ShapedArray:
         return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
 
 
+class ShapeDtypeStruct:
+    """A shape and a dtype with no data, as `jax.ShapeDtypeStruct`: what `jit(f).trace`,
+    `.lower`, `make_jaxpr` and `eval_shape` take in place of an array, and what `eval_shape`
+    returns. It is a pytree leaf; a jitted call, which needs values, refuses it."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, *, weak_type: bool = False):
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, *, shape=None, dtype=None, weak_type=None) -> ShapeDtypeStruct:
+        return ShapeDtypeStruct(self.shape if shape is None else shape,
+                                self.dtype if dtype is None else dtype,
+                                weak_type=self.weak_type if weak_type is None else weak_type)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ShapeDtypeStruct) and (
+            (self.shape, self.dtype, self.weak_type)
+            == (other.shape, other.dtype, other.weak_type))
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:  # JAX's
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
 def get_aval(x: Any) -> ShapedArray:
     """The abstract value of a concrete value (array, NumPy scalar or Python scalar).
 

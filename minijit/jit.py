@@ -35,7 +35,7 @@ from minijit.arguments import ArgSpec, SplitArgs, split_args
 from minijit.array import Array, wrap
 from minijit.backends import get_backend
 from minijit.config import config
-from minijit.core import has_nan, is_tracing, trace_state
+from minijit.core import ShapeDtypeStruct, has_nan, is_tracing, trace_state
 from minijit.explain import aval_str, differences, explain_miss
 from minijit.ir import ClosedJaxpr
 from minijit.jit_call import call_jitted
@@ -68,10 +68,21 @@ def make_jaxpr(fun: Callable, static_argnums=None, static_argnames=None) -> Call
     @functools.wraps(fun)
     @errors.api_boundary
     def make(*args, **kwargs) -> ClosedJaxpr:
-        closed, _ = _trace(fun, spec, split_args(spec, args, kwargs))
+        closed, _ = _trace(fun, spec, split_args(spec, args, kwargs, abstract_ok=True))
         return closed
 
     return make
+
+
+@errors.api_boundary
+def eval_shape(fun: Callable, *args, **kwargs) -> Any:
+    """The shapes and dtypes `fun(*args, **kwargs)` would return, as a pytree of
+    ShapeDtypeStructs. `fun` is traced, never run, so the arguments may be ShapeDtypeStructs."""
+    spec = ArgSpec.make(fun)
+    split = split_args(spec, args, kwargs, tracers_ok=is_tracing(), abstract_ok=True)
+    closed, out_tree = _trace(fun, spec, split)
+    return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                     for a in closed.out_avals])
 
 
 # --------------------------------------------------------------------------- the cache
@@ -340,8 +351,9 @@ class JitFunction:
 
     @errors.api_boundary
     def trace(self, *args, **kwargs) -> Traced:
-        """Stage 1 (AOT): trace without compiling or touching the cache."""
-        split = split_args(self.spec, args, kwargs)
+        """Stage 1 (AOT): trace without compiling or touching the cache. Arguments may be
+        ShapeDtypeStructs, since tracing needs only shapes and dtypes."""
+        split = split_args(self.spec, args, kwargs, abstract_ok=True)
         closed, out_tree = _trace(self.fun, self.spec, split)
         return Traced(self, split, closed, out_tree)
 

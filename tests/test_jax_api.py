@@ -1,7 +1,8 @@
 """JAX names that JAX code uses and minijit provides, each as JAX 0.10.2 behaves (measured).
 
 `isfinite` (a primitive, `is_finite`, as in JAX), `block_until_ready`, `device_put`,
-`effects_barrier`, `check_tracer_leaks`, and the `jax.tree` short names. Eager and traced,
+`effects_barrier`, `check_tracer_leaks`, the `jax.tree` short names, `ShapeDtypeStruct` and
+`eval_shape`. Eager and traced,
 on both backends, where a function computes.
 """
 
@@ -200,3 +201,68 @@ def test_at_get_without_keywords_stages_what_indexing_stages():
     plain = str(mj.make_jaxpr(lambda a, i: a[i])(x, 1))
     assert str(mj.make_jaxpr(lambda a, i: a.at[i].get())(x, 1)) == plain
     assert str(mj.make_jaxpr(lambda a, i: a.at[i].get(mode="clip"))(x, 1)) == plain
+
+
+# --------------------------------------------------------------------------- ShapeDtypeStruct
+# The strings are JAX 0.10.2's (with jax_enable_x64), checked there.
+
+F32 = mj.ShapeDtypeStruct((2, 3), np.float32)
+
+
+def test_shape_dtype_struct_repr_and_value_semantics():
+    assert repr(F32) == str(F32) == "ShapeDtypeStruct(shape=(2, 3), dtype=float32)"
+    weak = mj.ShapeDtypeStruct((), np.int64, weak_type=True)
+    assert repr(weak) == "ShapeDtypeStruct(shape=(), dtype=int64, weak_type=True)"
+    assert repr(mj.ShapeDtypeStruct([3], "float64")) == (
+        "ShapeDtypeStruct(shape=(3,), dtype=float64)")
+    assert (F32.shape, F32.dtype, F32.weak_type, F32.ndim, F32.size) == ((2, 3), np.float32,
+                                                                        False, 2, 6)
+    assert F32 == mj.ShapeDtypeStruct((2, 3), np.float32) and hash(F32) == hash(
+        mj.ShapeDtypeStruct((2, 3), np.float32))
+    assert F32 != weak
+    assert repr(F32.update(shape=(4,))) == "ShapeDtypeStruct(shape=(4,), dtype=float32)"
+    assert str(mj.tree.structure(F32)) == "PyTreeDef(*)"  # a leaf
+    with pytest.raises(ValueError, match="ShapeDtypeStruct: dtype must be specified."):
+        mj.ShapeDtypeStruct((2,), None)
+    with pytest.raises(TypeError):  # as JAX: weak_type is keyword-only
+        mj.ShapeDtypeStruct((2,), np.float32, True)
+
+
+def test_eval_shape_returns_shape_dtype_structs():
+    def f(x, y):
+        return {"sum": x + y, "m": x.T @ y}
+
+    assert mj.eval_shape(f, F32, F32) == {"m": mj.ShapeDtypeStruct((3, 3), np.float32),
+                                          "sum": mj.ShapeDtypeStruct((2, 3), np.float32)}
+    assert repr(mj.eval_shape(lambda x: x * 2, 1.0)) == (
+        "ShapeDtypeStruct(shape=(), dtype=float64, weak_type=True)")
+    assert mj.eval_shape(lambda x: x * 2, np.ones(3)) == mj.ShapeDtypeStruct((3,), np.float64)
+    assert mj.eval_shape(lambda t: t[0] + t[1], (F32, F32)) == F32
+    assert mj.eval_shape(lambda x, n: x * n, F32, 3) == F32
+    assert mj.eval_shape(lambda x: mnp.sum(x), F32) == mj.ShapeDtypeStruct((), np.float32)
+    assert mj.eval_shape(mj.jit(lambda x: x + 1), F32) == F32
+
+
+def test_shape_dtype_struct_traces_and_lowers_but_does_not_run():
+    f = mj.jit(lambda x: x * 2, backend="interpreter")
+    text = "{ lambda ; a:f32[2,3]. let"
+    assert str(mj.make_jaxpr(lambda x: x * 2)(F32)).startswith(text)
+    assert str(f.trace(F32).jaxpr).startswith(text)
+    assert "mul a 2.0:f32[]" in f.lower(F32).as_text()
+    assert f.trace_count == 0  # AOT stages do not fill the cache
+    with pytest.raises(TypeError, match=r"argument `x` of `<lambda>` is ShapeDtypeStruct\("
+                                        r"shape=\(2, 3\), dtype=float32\): a shape and dtype "
+                                        r"with no data"):
+        f(F32)
+    with pytest.raises(TypeError, match="no data, so minijit.numpy cannot compute with it"):
+        mnp.sin(F32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lowered_from_shape_dtype_struct_compiles_and_runs(backend):
+    compiled = mj.jit(lambda x: x * 2, backend=backend).lower(F32).compile()
+    out = compiled(np.ones((2, 3), np.float32))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.full((2, 3), 2.0))
+    with pytest.raises(TypeError, match="lowered for different argument types"):
+        compiled(np.ones(3))

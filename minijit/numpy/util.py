@@ -24,7 +24,7 @@ import numpy as np
 
 from minijit import dtypes, lax
 from minijit.array import Array, wrap
-from minijit.core import Tracer, get_aval, is_tracing
+from minijit.core import ShapeDtypeStruct, Tracer, get_aval, is_tracing
 from minijit.errors import ConcretizationTypeError, user_line
 from minijit.interpret import convert_element_type
 from minijit.numpy._edge import api_edge
@@ -47,6 +47,10 @@ def _reject_masked(x) -> None:
 def asarray(x, dtype=None):
     """An array (or tracer) for `x`; nested lists containing tracers are stacked."""
     _reject_masked(x)
+    if isinstance(x, ShapeDtypeStruct):
+        raise TypeError(
+            f"{x!r} has a shape and a dtype but no data, so minijit.numpy cannot compute with "
+            "it; trace a function on it instead: mj.eval_shape(f, x) or mj.jit(f).trace(x)")
     if isinstance(x, (Tracer, Array)):  # an Array keeps its weak type, as in JAX
         return x if dtype is None else astype(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(leaf, Tracer) for leaf in _flat(x)):
