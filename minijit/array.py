@@ -24,6 +24,21 @@ class Array(np.ndarray):
 
     weak_type = False  # instances made by `wrap(..., weak_type=True)` shadow it
 
+    def __repr__(self) -> str:
+        """JAX's form, `Array([0., 1.], dtype=float64)`: the dtype always, the weak type if
+        set, and NumPy's layout of the values (its line width, continuation lines aligned)."""
+        prefix = "Array("
+        dtype = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        width = np.get_printoptions()["linewidth"]
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(np.asarray(self), prefix=prefix, suffix=",",
+                                   separator=", ", max_line_width=width)
+        last_line = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last_line + len(dtype) + 2 > width else " "
+        return f"{prefix}{body},{sep}{dtype})"
+
     def __setitem__(self, index, value):
         raise TypeError(
             "minijit arrays are immutable: instead of `x[idx] = y` write "

@@ -8,13 +8,16 @@ effectful equation, even though it has no outputs.
 
 from __future__ import annotations
 
+import functools
+import string
+import sys
 from collections.abc import Callable
 
 import numpy as np
 
 from minijit.array import wrap
 from minijit.config import config
-from minijit.core import Primitive, abstract_eval_rules, bind, get_aval, impl_rules
+from minijit.core import Primitive, abstract_eval_rules, bind, get_aval, impl_rules, is_tracing
 from minijit.errors import api_boundary
 from minijit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
@@ -24,17 +27,27 @@ debug_callback_p = Primitive("debug_callback", multiple_results=True, effectful=
 class HostCallback:
     """A Python function called with the values of an equation's operands.
 
+    The operands are the pytree's dynamic leaves (arrays and Python scalars); its static
+    leaves (a string, any other object) are held here and put back in place, as JAX does.
     Its repr is stable (no memory address) so that printed Jaxprs are deterministic.
     """
 
-    def __init__(self, fn: Callable, in_tree: PyTreeDef, label: str, dtypes=None):
+    def __init__(self, fn: Callable, in_tree: PyTreeDef, label: str, dtypes=None,
+                 static: dict | None = None, weak=None):
         self.fn, self.in_tree, self.label = fn, in_tree, label
+        self.static = static or {}  # leaf position -> static value
+        n = in_tree.num_leaves - len(self.static)
         # The operands' dtypes: compiled code may hand scalars over as Python ints/floats.
-        self.dtypes = dtypes or (None,) * in_tree.num_leaves
+        self.dtypes = dtypes or (None,) * n
+        # Weak types survive only eagerly, as in JAX: a compiled program hands over plain arrays
+        self.weak = weak or (False,) * n
 
-    def __call__(self, *leaves):
-        values = [wrap(np.asarray(x, d)) for x, d in zip(leaves, self.dtypes)]
-        args, kwargs = tree_unflatten(self.in_tree, values)
+    def __call__(self, *dynamic):
+        values = iter(wrap(np.asarray(x, d), w) for x, d, w in zip(dynamic, self.dtypes,
+                                                                    self.weak))
+        leaves = [self.static[i] if i in self.static else next(values)
+                  for i in range(self.in_tree.num_leaves)]
+        args, kwargs = tree_unflatten(self.in_tree, leaves)
         self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -52,27 +65,89 @@ def _debug_callback_impl(*args, callback):
 impl_rules[debug_callback_p] = _debug_callback_impl
 
 
-@api_boundary
-def callback(fn: Callable, *args, **kwargs) -> None:
-    """Call `fn(*args, **kwargs)` with concrete values every time the program runs."""
+def _bind_callback(fn: Callable, args: tuple, kwargs: dict, label: str) -> None:
+    """Stage `fn(*args, **kwargs)`: the leaves that are arrays (or tracers, or Python scalars)
+    become operands; the others stay Python values."""
     leaves, in_tree = tree_flatten((args, kwargs))
-    label = f"callback({getattr(fn, '__name__', 'fn')})"
-    dtypes = tuple(get_aval(x).dtype for x in leaves)
-    bind(debug_callback_p, *leaves, callback=HostCallback(fn, in_tree, label, dtypes))
+    dynamic, static = [], {}
+    for i, leaf in enumerate(leaves):
+        try:
+            dynamic.append((leaf, get_aval(leaf)))
+        except TypeError:
+            static[i] = leaf
+    dtypes = tuple(aval.dtype for _, aval in dynamic)
+    weak = tuple(False if is_tracing() else aval.weak_type for _, aval in dynamic)
+    bind(debug_callback_p, *[leaf for leaf, _ in dynamic],
+         callback=HostCallback(fn, in_tree, label, dtypes, static, weak))
 
 
 @api_boundary
-def print(fmt: str, *args, **kwargs) -> None:  # noqa: A001 - mirrors jax.debug.print
-    """`debug.print("x = {x}", x=x)`: formats with `str.format` on every call."""
-    def emit(*a, **k):
-        import builtins
+def callback(fn: Callable, *args, ordered: bool = False, partitioned: bool = False,
+             **kwargs) -> None:
+    """Call `fn(*args, **kwargs)` with concrete values every time the program runs.
 
-        builtins.print(fmt.format(*a, **k))
+    `ordered` and `partitioned` are accepted for JAX's sake: minijit runs one program on one
+    device, its effects in program order, so every callback is already ordered."""
+    _bind_callback(fn, args, kwargs, f"callback({getattr(fn, '__name__', 'fn')})")
 
-    leaves, in_tree = tree_flatten((args, kwargs))
-    dtypes = tuple(get_aval(x).dtype for x in leaves)
-    bind(debug_callback_p, *leaves,
-         callback=HostCallback(emit, in_tree, f"print({fmt!r})", dtypes))
+
+class _FormatChecker(string.Formatter):
+    """Formats nothing; fails, as `str.format` will, on a missing argument, and (as JAX)
+    on an unused one, while the program is built rather than each time it runs."""
+
+    def format_field(self, value, format_spec):
+        return ""
+
+    def check_unused_args(self, used_args, args, kwargs):
+        unused_args = [arg for i, arg in enumerate(args) if i not in used_args]
+        unused_kwargs = [k for k in kwargs if k not in used_args]
+        if unused_args:
+            raise ValueError(f"Unused positional arguments to `debug.print`: {unused_args}")
+        if unused_kwargs:
+            raise ValueError(
+                f"Unused keyword arguments to `debug.print`: {unused_kwargs}. You may be "
+                'passing an f-string (i.e, `f"{x}"`) into `debug.print` and instead should '
+                'pass in a regular string.')
+
+
+def _format_and_print(fmt: str, printoptions: dict, has_placeholders: bool, *args, **kwargs):
+    with np.printoptions(**printoptions):  # NumPy's settings when debug.print was called
+        if has_placeholders:
+            msg = fmt.format(*args, **kwargs)
+        else:  # as JAX: no placeholder first means the values follow the text
+            msg = " ".join((fmt, *map(str, args)))
+    sys.stdout.write(msg + "\n")
+
+
+@api_boundary
+def print(fmt: str | None = None, *args, ordered: bool = False,  # noqa: A001 - JAX's name
+          partitioned: bool = False, skip_format_check: bool = False, **kwargs):
+    """`debug.print("x = {x}", x=x)` formats with `str.format` each time the program runs.
+
+    As in JAX: the arguments are checked against `fmt` now; `debug.print(ordered=True)` returns
+    the print function (the two-call form); `ordered` and `partitioned` change nothing here
+    (see `callback`). A `fmt` whose first field is not a placeholder (`"x:"`, `"{{}} {}"`)
+    prints the values after it, separated by spaces, since JAX only looks at the first field.
+    """
+    def staged(fmt, *args, **kwargs) -> None:
+        if not isinstance(fmt, str):
+            raise TypeError(f"debug.print's first argument must be the format string (a "
+                            f"str), got {type(fmt).__name__}; write debug.print(\"{{}}\", x)")
+        if not skip_format_check:
+            _FormatChecker().format(fmt, *args, **kwargs)
+        first = next(iter(string.Formatter().parse(fmt)), (None, None))
+        has_placeholders = first[1] is not None
+        printoptions = np.get_printoptions()
+        _bind_callback(functools.partial(_format_and_print, fmt, printoptions, has_placeholders),
+                       args, kwargs, f"print({fmt!r})")
+
+    if fmt is not None:
+        staged(fmt, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError(f"debug_print received unexpected arguments in the two-call form: "
+                        f"{args=} {kwargs=}")
+    return staged
 
 
 def checking_leaks():

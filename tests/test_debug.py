@@ -86,6 +86,77 @@ def test_debug_print_outside_jit_prints_at_once(capsys):
     assert _lines(capsys) == ["eager [0 1 2]"]
 
 
+# Each form with the lines JAX 0.10.2 prints for it (jax_enable_x64), eagerly and under jit.
+V = np.arange(3.0)
+PRINT_FORMS = [
+    (lambda x: mj.debug.print("{} {}", x, 2), np.float64(3.14159), ["3.14159 2"]),
+    (lambda x: mj.debug.print("{0} {0}", x), np.float64(3.14159), ["3.14159 3.14159"]),
+    (lambda x: mj.debug.print("{x:.3f}", x=x), np.float64(3.14159), ["3.142"]),
+    (lambda x: mj.debug.print("{:>8.2e}|", x), np.float64(3.14159), ["3.14e+00|"]),
+    (lambda v: mj.debug.print("{}", v), V, ["[0. 1. 2.]"]),
+    (lambda v: mj.debug.print("{}", v), np.ones((2, 2)), ["[[1. 1.]", " [1. 1.]]"]),
+    (lambda v: mj.debug.print("{!r}", v), V, ["Array([0., 1., 2.], dtype=float64)"]),
+    (lambda v: mj.debug.print("{!r}", v), np.ones(2, np.int32),
+     ["Array([1, 1], dtype=int32)"]),
+    (lambda v: mj.debug.print("{t}", t={"a": v[:1], "b": (v[0] > 0,)}), V,
+     ["{'a': Array([0.], dtype=float64), 'b': (Array(False, dtype=bool),)}"]),
+    (lambda v: mj.debug.print("x = {} {{literal}}", v[1]), V, ["x = 1.0 {literal}"]),
+    # no placeholder first: JAX prints the values after the text, braces and all
+    (lambda v: mj.debug.print("{{}} {}", v[1]), V, ["{{}} {} 1.0"]),
+    (lambda v: mj.debug.print("{{x}} = {}", v[1]), V, ["{{x}} = {} 1.0"]),
+    (lambda v: mj.debug.print("{}", v[2], ordered=True), V, ["2.0"]),
+    (lambda v: mj.debug.print(ordered=True)("two-call {}", v[2]), V, ["two-call 2.0"]),
+    (lambda v: mj.debug.print("{} {}", "static", v[0]), V, ["static 0.0"]),
+    (lambda v: mj.debug.print("values:", v, skip_format_check=True), V,
+     ["values: [0. 1. 2.]"]),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("form", range(len(PRINT_FORMS)))
+def test_debug_print_forms_print_as_jax(capsys, backend, form):
+    f, arg, want = PRINT_FORMS[form]
+    f(arg)
+    assert _lines(capsys) == want
+    mj.jit(f, backend=backend)(arg)
+    assert _lines(capsys) == want
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_debug_print_keeps_weak_types_eagerly_only(capsys, backend):
+    def f(x):
+        mj.debug.print("{!r}", x)
+
+    f(1)  # as JAX: a Python int is a weak int64 eagerly, a plain one in the compiled program
+    mj.jit(f, backend=backend)(1)
+    assert _lines(capsys) == ["Array(1, dtype=int64, weak_type=True)", "Array(1, dtype=int64)"]
+
+
+def test_debug_print_uses_numpy_print_options_of_the_call(capsys):
+    f = mj.jit(lambda v: mj.debug.print("{}", v / 3), backend="interpreter")
+    with np.printoptions(precision=2):
+        f(V)
+    f(V)  # a cache hit: the options are the ones the program was traced with
+    assert _lines(capsys) == ["[0.   0.33 0.67]"] * 2
+
+
+def test_debug_print_checks_arguments_when_called():
+    x = np.float64(1.0)
+    with pytest.raises(IndexError, match="tuple index out of range"):  # JAX's errors
+        mj.jit(lambda x: mj.debug.print("{} {}", x))(x)
+    with pytest.raises(KeyError, match="y"):
+        mj.debug.print("{y}", x=x)
+    with pytest.raises(ValueError, match="Unused positional arguments to `debug.print`"):
+        mj.debug.print("{}", x, x)
+    with pytest.raises(ValueError, match="Unused keyword arguments to `debug.print`: \\['x'\\]"
+                                         ". You may be passing an f-string"):
+        mj.debug.print("{}", 1, x=x)
+    with pytest.raises(TypeError, match="first argument must be the format string"):
+        mj.debug.print(x)
+    with pytest.raises(TypeError, match="unexpected arguments in the two-call form"):
+        mj.debug.print(None, x)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_debug_callback_receives_concrete_values(backend):
     seen = []

@@ -266,3 +266,15 @@ def test_lowered_from_shape_dtype_struct_compiles_and_runs(backend):
     np.testing.assert_array_equal(out, np.full((2, 3), 2.0))
     with pytest.raises(TypeError, match="lowered for different argument types"):
         compiled(np.ones(3))
+
+
+def test_array_repr_is_jax_s():  # JAX 0.10.2's strings, with jax_enable_x64
+    assert repr(mnp.arange(3.0)) == "Array([0., 1., 2.], dtype=float64)"
+    assert repr(mnp.add(1, 1)) == "Array(2, dtype=int64, weak_type=True)"
+    assert repr(mnp.ones((2, 2), np.float32)) == (
+        "Array([[1., 1.],\n       [1., 1.]], dtype=float32)")
+    assert repr(mnp.zeros((0,))) == "Array([], shape=(0,), dtype=float64)"
+    long = repr(mnp.arange(40.0) / 3)
+    assert long.startswith("Array([ 0.        ,  0.33333333,  0.66666667,  1.        ,  "
+                           "1.33333333,\n        1.66666667,")
+    assert long.endswith("12.66666667, 13.        ],      dtype=float64)")
