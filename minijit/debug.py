@@ -3,7 +3,8 @@
 Python's `print` inside a jitted function runs while tracing, once per cache miss, and shows
 tracers. `debug.print` instead stages an *effectful* equation, `debug_callback`, that runs each
 time the compiled function runs and sees the real values. Passes never remove or merge an
-effectful equation, even though it has no outputs.
+effectful equation, even though it has no outputs. `debug.breakpoint` is one such callback
+too: it stops in a debugger (`debugger.py`) each time the program runs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from minijit.array import wrap
 from minijit.config import config
 from minijit.core import Primitive, abstract_eval_rules, bind, get_aval, impl_rules, is_tracing
+from minijit.debugger import CliDebugger, split_locals, user_frames, with_values
 from minijit.errors import api_boundary
 from minijit.tree_util import PyTreeDef, tree_flatten, tree_unflatten
 
@@ -148,6 +150,29 @@ def print(fmt: str | None = None, *args, ordered: bool = False,  # noqa: A001 - 
         raise TypeError(f"debug_print received unexpected arguments in the two-call form: "
                         f"{args=} {kwargs=}")
     return staged
+
+
+def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noqa: A001
+               num_frames: int | None = None, ordered: bool = False, token=None, **kwargs):
+    """Stop here each time the program runs, in a debugger that sees the values of the local
+    variables (`jdb`; its commands are in `minijit/debugger.py`).
+
+    As JAX's: `num_frames` keeps that many frames from here up; `token` (a pytree of arrays)
+    is returned unchanged; `ordered` is accepted (see `callback`); `kwargs` (`stdin=`,
+    `stdout=`) go to the debugger."""
+    if token is not None and ordered:
+        raise ValueError("`ordered` and `token` are mutually exclusive arguments.")
+    if backend not in (None, "cli"):
+        raise ValueError(f"debug.breakpoint(backend={backend!r}): minijit has one debugger, "
+                         "the command-line one: backend='cli' (or None)")
+    tracers, holes, frames = split_locals(user_frames(filter_frames, num_frames))
+
+    def stop(*values):
+        CliDebugger(with_values(frames, holes, values), **kwargs).cmdloop()
+
+    stop.__name__ = "breakpoint"  # its equation prints as debug_callback[callback=...breakpoint]
+    _bind_callback(stop, tuple(tracers), {}, "breakpoint")
+    return token
 
 
 def checking_leaks():

@@ -449,3 +449,144 @@ def test_plot_profile_returns_an_axes():
     _, given = plt.subplots()
     assert minijit.profile.plot_profile(f, ax=given) is given
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- debug.breakpoint
+# The transcripts are JAX 0.10.2's for the same programs (jax.debug.breakpoint, x64).
+
+
+def _jdb(commands: str):
+    """A fake terminal: commands in, what the debugger wrote out."""
+    import io
+
+    return io.StringIO(commands), io.StringIO()
+
+
+def test_breakpoint_signature_is_jax_s():
+    import inspect
+
+    assert str(inspect.signature(mj.debug.breakpoint)) == (
+        "(*, backend: 'str | None' = None, filter_frames: 'bool' = True, "
+        "num_frames: 'int | None' = None, ordered: 'bool' = False, token=None, **kwargs)")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_breakpoint_stops_every_run_with_the_locals_values(backend):
+    stdin, stdout = _jdb("p y\npp {'a': y}\nx + 1\nzz\nc\n" * 2)
+
+    def f(x):
+        y = mnp.sin(x)
+        mj.debug.breakpoint(stdin=stdin, stdout=stdout)
+        return y * 2
+
+    jf = mj.jit(f, backend=backend)
+    np.testing.assert_allclose(jf(np.arange(3.0)), 2 * np.sin(np.arange(3.0)))
+    jf(np.ones(3))
+    assert jf.trace_count == 1
+    assert stdout.getvalue().splitlines() == [
+        "Entering jdb:",
+        "(jdb) Array([0.        , 0.84147098, 0.90929743], dtype=float64)",
+        "(jdb) {'a': Array([0.        , 0.84147098, 0.90929743], dtype=float64)}",
+        "(jdb) Array([1., 2., 3.], dtype=float64)",
+        "(jdb) *** NameError: name 'zz' is not defined",
+        "(jdb) Entering jdb:",
+        "(jdb) Array([0.84147098, 0.84147098, 0.84147098], dtype=float64)",
+        "(jdb) {'a': Array([0.84147098, 0.84147098, 0.84147098], dtype=float64)}",
+        "(jdb) Array([2., 2., 2.], dtype=float64)",
+        "(jdb) *** NameError: name 'zz' is not defined",
+        "(jdb) ",
+    ]
+
+
+def test_breakpoint_reads_sys_stdin_eagerly_and_under_jit(monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("p x\nc\n" * 3))
+
+    def g(x):
+        mj.debug.breakpoint()
+        return x
+
+    mj.jit(g)(1.0)
+    mj.jit(g)(2.0)
+    g(mnp.add(2.5, 2.5))  # eagerly: the values are there already, weak type and all
+    assert capsys.readouterr().out.splitlines() == [
+        "Entering jdb:", "(jdb) Array(1., dtype=float64)",
+        "(jdb) Entering jdb:", "(jdb) Array(2., dtype=float64)",
+        "(jdb) Entering jdb:", "(jdb) Array(5., dtype=float64, weak_type=True)", "(jdb) "]
+
+
+def test_breakpoint_list_where_up_and_down():
+    stdin, stdout = _jdb("l\nw\nu\nd\nd\nc\n")
+
+    def f(x):
+        y = x * 2
+        mj.debug.breakpoint(stdin=stdin, stdout=stdout, num_frames=2)
+        return y
+
+    def caller(x):
+        return f(x)
+
+    mj.jit(caller, backend="interpreter")(np.ones(1))
+    out = stdout.getvalue().splitlines()
+    here = "        mj.debug.breakpoint(stdin=stdin, stdout=stdout, num_frames=2)"
+    assert out[1].startswith("(jdb) > ") and out[1].endswith(f"test_debug.py({_lineno(here)})")
+    assert out[2:6] == ["        def f(x):", "            y = x * 2", "->  " + here,
+                        "            return y"]  # the source's indentation, after 4 columns
+    start = out.index("(jdb) Traceback:")
+    assert out[start + 1].endswith(f"test_debug.py\", line {_lineno('        return f(x)')}")
+    assert out[start + 2] == "    return f(x)" and out[start + 4] == "    " + here.strip()
+    up = start + 5  # `u` shows the caller, `d` comes back, a second `d` cannot go further
+    assert out[up:up + 3] == [f"(jdb) > {__file__}({_lineno('        return f(x)')})",
+                              "        def caller(x):", "->          return f(x)"]
+    assert out.count("(jdb) At bottommost frame.") == 1
+
+
+def _lineno(line: str) -> int:
+    import pathlib
+
+    return pathlib.Path(__file__).read_text().splitlines().index(line) + 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_breakpoint_in_a_loop_stops_each_iteration(backend):
+    stdin, stdout = _jdb("p (i, total)\nc\n" * 3)
+
+    def body(i, total):
+        mj.debug.breakpoint(stdin=stdin, stdout=stdout)
+        return total + i
+
+    out = mj.jit(lambda n: lax.fori_loop(0, 3, body, n), backend=backend)(np.int64(10))
+    assert int(out) == 13
+    seen = [line for line in stdout.getvalue().splitlines() if line.startswith("(jdb) (")]
+    assert seen == [f"(jdb) (Array({i}, dtype=int64), Array({t}, dtype=int64))"
+                    for i, t in [(0, 10), (1, 10), (2, 11)]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_breakpoint_quit_exits_and_token_passes_through(backend):
+    stdin, stdout = _jdb("q\n")
+
+    def f(x):
+        mj.debug.breakpoint(stdin=stdin, stdout=stdout)
+        return x
+
+    with pytest.raises(SystemExit):  # as JAX's `q`
+        mj.jit(f, backend=backend)(np.ones(2))
+
+    def g(x):
+        return mj.debug.breakpoint(token=x + 1, stdin=_jdb("c\n")[0], stdout=stdout)
+
+    np.testing.assert_array_equal(mj.jit(g, backend=backend)(np.ones(2)), [2.0, 2.0])
+
+
+def test_breakpoint_errors_and_leaks():
+    with pytest.raises(ValueError, match="`ordered` and `token` are mutually exclusive"):
+        mj.debug.breakpoint(ordered=True, token=np.ones(1))
+    with pytest.raises(ValueError, match="backend='cli'"):
+        mj.debug.breakpoint(backend="web")
+    stdin, stdout = _jdb("c\n")
+    with mj.checking_leaks():  # the compiled program keeps no tracer of the frames
+        mj.jit(lambda x: (mj.debug.breakpoint(stdin=stdin, stdout=stdout), x + 1)[1])(np.ones(2))
+    assert "debug_callback[callback=breakpoint] a" in str(
+        mj.make_jaxpr(lambda x: (mj.debug.breakpoint(), x)[1])(np.ones(2)))

@@ -8,7 +8,8 @@ Layers, lowest first:
             every impl rule, nested `jit` as a primitive;
   tracing   the staging trace, `lax` (its control flow is written with `lax` alone),
             `minijit.numpy`, indexing, the methods attached to arrays and tracers, and
-            `debug` (its `debug_callback` is a primitive that code generation lowers);
+            `debug` (its `debug_callback` is a primitive that code generation lowers)
+            and `debugger`, the jdb behind `debug.breakpoint`;
   passes    the optimizer, the aliasing analysis included;
   codegen   Numba code generation;
   backends  the backend registry;
@@ -36,7 +37,7 @@ LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix
     ("ir", ("minijit.core", "minijit.ir", "minijit.primitives", "minijit.interpret",
             "minijit.jit_call")),
     ("tracing", ("minijit.tracing", "minijit.lax", "minijit.numpy", "minijit.indexing",
-                 "minijit.array_methods", "minijit.debug")),
+                 "minijit.array_methods", "minijit.debug", "minijit.debugger")),
     ("passes", ("minijit.passes",)),
     ("codegen", ("minijit.codegen",)),
     ("backends", ("minijit.backends",)),
