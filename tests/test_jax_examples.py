@@ -220,3 +220,126 @@ def test_split(capsys):
     print(x2)
     assert capsys.readouterr().out == (
         "[1 2 3] [4 5 6] [7 8 9]\n[1 2] [3 4 5 6 7] [8 9]\n[[1 2]\n [5 6]]\n[[3 4]\n [7 8]]\n")
+
+# --- pytrees, ShapeDtypeStruct and debugging
+
+
+def test_pytrees_tutorial_custom_pytree_nodes():
+    # "Pytrees": a custom node registered with flatten and unflatten functions.
+    from collections.abc import Iterable
+
+    class MyContainer:
+        """A named container."""
+
+        def __init__(self, name: str, a: int, b: int, c: int):
+            self.name = name
+            self.a = a
+            self.b = b
+            self.c = c
+
+    def flatten_MyContainer(container) -> tuple[Iterable[int], str]:
+        flat_contents = [container.a, container.b, container.c]
+        aux_data = container.name
+        return flat_contents, aux_data
+
+    def unflatten_MyContainer(aux_data: str, flat_contents: Iterable[int]) -> MyContainer:
+        return MyContainer(aux_data, *flat_contents)
+
+    jax.tree_util.register_pytree_node(MyContainer, flatten_MyContainer, unflatten_MyContainer)
+
+    trees = [MyContainer('Alice', 1, 2, 3), MyContainer('Bob', 4, 5, 6)]
+    assert jax.tree.leaves(trees) == [1, 2, 3, 4, 5, 6]
+    out = jax.tree.map(lambda x: x + 1, trees)
+    assert [(c.name, c.a, c.b, c.c) for c in out] == [('Alice', 2, 3, 4), ('Bob', 5, 6, 7)]
+    assert str(jax.tree.structure(trees[:1])) == (
+        "PyTreeDef([CustomNode(MyContainer[Alice], [*, *, *])])")
+
+
+def test_pytrees_tutorial_key_paths(capsys):
+    # "Pytrees": explicit key paths, printed with keystr and as key objects.
+    import collections
+
+    ATuple = collections.namedtuple("ATuple", ('name'))
+
+    tree = [1, {'k1': 2, 'k2': (3, 4)}, ATuple('foo')]
+    flattened, _ = jax.tree_util.tree_flatten_with_path(tree)
+
+    for key_path, value in flattened:
+        print(f'Value of tree{jax.tree_util.keystr(key_path)}: {value}')
+    for key_path, _ in flattened:
+        print(f'Key path of tree{jax.tree_util.keystr(key_path)}: {repr(key_path)}')
+
+    assert capsys.readouterr().out.splitlines() == [
+        "Value of tree[0]: 1",
+        "Value of tree[1]['k1']: 2",
+        "Value of tree[1]['k2'][0]: 3",
+        "Value of tree[1]['k2'][1]: 4",
+        "Value of tree[2].name: foo",
+        "Key path of tree[0]: (SequenceKey(idx=0),)",
+        "Key path of tree[1]['k1']: (SequenceKey(idx=1), DictKey(key='k1'))",
+        "Key path of tree[1]['k2'][0]: (SequenceKey(idx=1), DictKey(key='k2'), SequenceKey(idx=0))",
+        "Key path of tree[1]['k2'][1]: (SequenceKey(idx=1), DictKey(key='k2'), SequenceKey(idx=1))",
+        "Key path of tree[2].name: (SequenceKey(idx=2), GetAttrKey(name='name'))",
+    ]
+
+
+def test_register_dataclass_docstring():
+    # `jax.tree_util.register_dataclass`: data fields are traced, meta fields static.
+    from dataclasses import dataclass, field
+
+    @jax.tree_util.register_dataclass
+    @dataclass
+    class MyStruct:
+        x: jax.Array  # defaults to non-static data field
+        y: jax.Array  # defaults to non-static data field
+        op: str = field(metadata=dict(static=True))  # marked as static meta field.
+
+    m = MyStruct(x=jnp.ones(3), y=jnp.arange(3), op='add')
+    leaves, treedef = jax.tree.flatten(m)
+    assert repr(leaves) == (
+        "[Array([1., 1., 1.], dtype=float64), Array([0, 1, 2], dtype=int64)]")
+    assert str(treedef) == "PyTreeDef(CustomNode(MyStruct[('add',)], [*, *]))"
+    # (a class defined in a function: its dataclass repr starts with the qualified name)
+    assert repr(jax.tree.unflatten(treedef, leaves)).endswith(
+        "MyStruct(x=Array([1., 1., 1.], dtype=float64), y=Array([0, 1, 2], dtype=int64), "
+        "op='add')")
+
+    @jax.jit
+    def compiled_func(m):
+        if m.op == 'add':
+            return m.x + m.y
+        else:
+            raise ValueError(f"{m.op=}")
+
+    assert repr(compiled_func(m)) == "Array([1., 2., 3.], dtype=float64)"
+
+
+def test_aot_trace_with_shape_dtype_struct_and_eval_shape():
+    # "Ahead-of-time lowering and compilation": trace for a ShapeDtypeStruct, then compile;
+    # `jax.eval_shape`: shapes and dtypes with no FLOPs performed.
+    def f(x, y): return 2 * x + y
+    x, y = 3, 4
+
+    i32_scalar = jax.ShapeDtypeStruct((), jnp.dtype('int32'))
+    compiled = jax.jit(f).trace(i32_scalar, i32_scalar).lower().compile()
+    assert repr(compiled(jnp.int32(x), jnp.int32(y))) == "Array(10, dtype=int32)"
+
+    f = lambda A, x: jnp.tanh(jnp.dot(A, x))  # noqa: E731 - the docs write it so
+    A = jax.ShapeDtypeStruct((2000, 3000), jnp.float32)
+    x = jax.ShapeDtypeStruct((3000, 1000), jnp.float32)
+    out = jax.eval_shape(f, A, x)  # no FLOPs performed
+    assert out.shape == (2000, 1000)
+    assert out.dtype == jnp.float32
+
+
+def test_debugging_debug_print(capsys):
+    # "Introduction to debugging": jax.debug.print inside jit prints the runtime values.
+    @jax.jit
+    def f(x):
+        jax.debug.print("🤯 {x} 🤯", x=x)
+        y = jnp.sin(x)
+        jax.debug.print("🤯 {y} 🤯", y=y)
+        return y
+
+    f(2.)
+    assert capsys.readouterr().out.splitlines() == ["🤯 2.0 🤯", "🤯 0.9092974268256817 🤯"]
