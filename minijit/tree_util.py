@@ -316,6 +316,34 @@ def tree_flatten_with_names(tree, prefix: str = "") -> tuple[list[tuple[str, Any
     return [(prefix + keystr(p), leaf) for p, leaf in with_path], treedef
 
 
+def treedef_paths(treedef: PyTreeDef) -> list[KeyPath]:
+    """The key paths of a treedef's leaves, without the tree. A registered class names its
+    children as its flatten function does, when it can be rebuilt around placeholder leaves
+    (ints); one that refuses them is named by position (`FlattenedIndexKey`)."""
+    try:
+        dummy = tree_unflatten(treedef, range(treedef.num_leaves))
+        with_path, again = tree_flatten_with_path(dummy)
+        if again == treedef:
+            return [p for p, _ in with_path]
+    except Exception:  # the user's unflatten (or flatten) function rejected the placeholders
+        pass
+    return _positional_paths(treedef, ())
+
+
+def _positional_paths(treedef: PyTreeDef, path: KeyPath) -> list[KeyPath]:
+    if treedef.kind == "leaf":
+        return [path]
+    if treedef.kind in ("tuple", "list"):
+        keys = [SequenceKey(i) for i in range(len(treedef.children))]
+    elif treedef.kind == "dict":
+        keys = [DictKey(k) for k in treedef.aux]
+    elif treedef.kind == "namedtuple":
+        keys = [GetAttrKey(f) for f in treedef.aux._fields]
+    else:
+        keys = [FlattenedIndexKey(i) for i in range(len(treedef.children))]
+    return [p for k, c in zip(keys, treedef.children) for p in _positional_paths(c, (*path, k))]
+
+
 def tree_leaves(tree, is_leaf=None) -> list:
     return tree_flatten(tree, is_leaf)[0]
 

@@ -35,6 +35,7 @@ from minijit.tree_util import (
     tree_map_with_path,
     tree_structure,
     tree_unflatten,
+    treedef_paths,
 )
 
 BACKENDS = sorted(backends.BACKENDS)
@@ -484,3 +485,38 @@ def test_custom_nodes_in_debug_print(capsys, backend):
     f(np.ones(2))
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and all(line.startswith("<test_tree_util.Vec object") for line in lines)
+
+
+class Strict:
+    """A class whose constructor refuses anything but arrays: control flow must name its
+    leaves without rebuilding it around placeholders."""
+
+    def __init__(self, x):
+        if not hasattr(x, "shape"):
+            raise TypeError("x must be an array")
+        self.x = x
+
+
+register_pytree_node(Strict, lambda s: ((s.x,), None), lambda aux, ch: Strict(*ch))
+
+
+def test_treedef_paths_name_leaves_without_the_tree():
+    assert treedef_paths(tree_structure({"p": Params(1, 2), "v": [Vec(3, 4)]})) == [
+        (DictKey("p"), GetAttrKey("w")), (DictKey("p"), GetAttrKey("b")),
+        (DictKey("v"), SequenceKey(0), FlattenedIndexKey(0)),
+        (DictKey("v"), SequenceKey(0), FlattenedIndexKey(1))]
+    assert treedef_paths(tree_structure((Strict(np.ones(1)), Point(1, 2)))) == [
+        (SequenceKey(0), FlattenedIndexKey(0)), (SequenceKey(1), GetAttrKey("x")),
+        (SequenceKey(1), GetAttrKey("y"))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_control_flow_carries_a_class_that_refuses_placeholders(backend):
+    @mj.jit(backend=backend)
+    def f(x):
+        c = lax.cond(x[0] > 0, lambda s: Strict(s.x + 1), lambda s: s, Strict(x))
+        w = lax.while_loop(lambda s: s.x[0] < 3, lambda s: Strict(s.x + 1), Strict(x))
+        s, _ = lax.scan(lambda c, t: (Strict(c.x + t), t), Strict(x), mnp.arange(3.0))
+        return c.x, w.x, s.x
+
+    assert [float(o[0]) for o in f(np.ones(2))] == [2.0, 3.0, 4.0]

@@ -35,7 +35,14 @@ from minijit.interpret import eval_jaxpr
 from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.lax import ops as lax
 from minijit.tracing import trace_to_jaxpr
-from minijit.tree_util import PyTreeDef, tree_flatten, tree_flatten_with_names, tree_unflatten
+from minijit.tree_util import (
+    PyTreeDef,
+    keystr,
+    tree_flatten,
+    tree_flatten_with_names,
+    tree_unflatten,
+    treedef_paths,
+)
 
 cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)
@@ -170,8 +177,7 @@ def _cond(index, funs: list[Callable], operands, what: str, names=None):
 
 
 def _leaf_paths(tree: PyTreeDef) -> list[str]:
-    dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
-    return [p or "the output" for p, _ in tree_flatten_with_names(dummy, "output")[0]]
+    return ["output" + keystr(p) for p in treedef_paths(tree)]
 
 
 def _cond_abstract_eval(index, *args, branches):
@@ -428,8 +434,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 
 
 def _leaf_paths_raw(tree: PyTreeDef) -> list[str]:
-    dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
-    return [p for p, _ in tree_flatten_with_names(dummy)[0]]
+    return [keystr(p) for p in treedef_paths(tree)]
 
 
 def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
