@@ -60,16 +60,24 @@ def _trace(fun: Callable, spec: ArgSpec, split: SplitArgs) -> tuple[ClosedJaxpr,
     return ClosedJaxpr(jaxpr, tuple(consts)), out_tree
 
 
+def _out_shapes(closed: ClosedJaxpr, out_tree: PyTreeDef) -> Any:
+    """The outputs' shapes and dtypes, as ShapeDtypeStructs in the function's output tree."""
+    return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                     for a in closed.out_avals])
+
+
 @errors.api_boundary
-def make_jaxpr(fun: Callable, static_argnums=None, static_argnames=None) -> Callable:
-    """`make_jaxpr(f)(*args)` traces `f` on `args` and returns its ClosedJaxpr (printable)."""
+def make_jaxpr(fun: Callable, static_argnums=None, static_argnames=None, *,
+               return_shape: bool = False) -> Callable:
+    """`make_jaxpr(f)(*args)` traces `f` on `args` and returns its ClosedJaxpr (printable);
+    with `return_shape=True`, also the output's ShapeDtypeStructs, as JAX does."""
     spec = ArgSpec.make(fun, static_argnums, static_argnames)
 
     @functools.wraps(fun)
     @errors.api_boundary
-    def make(*args, **kwargs) -> ClosedJaxpr:
-        closed, _ = _trace(fun, spec, split_args(spec, args, kwargs, abstract_ok=True))
-        return closed
+    def make(*args, **kwargs) -> ClosedJaxpr | tuple[ClosedJaxpr, Any]:
+        closed, out_tree = _trace(fun, spec, split_args(spec, args, kwargs, abstract_ok=True))
+        return (closed, _out_shapes(closed, out_tree)) if return_shape else closed
 
     return make
 
@@ -80,9 +88,7 @@ def eval_shape(fun: Callable, *args, **kwargs) -> Any:
     ShapeDtypeStructs. `fun` is traced, never run, so the arguments may be ShapeDtypeStructs."""
     spec = ArgSpec.make(fun)
     split = split_args(spec, args, kwargs, tracers_ok=is_tracing(), abstract_ok=True)
-    closed, out_tree = _trace(fun, spec, split)
-    return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-                                     for a in closed.out_avals])
+    return _out_shapes(*_trace(fun, spec, split))
 
 
 # --------------------------------------------------------------------------- the cache
@@ -361,6 +367,11 @@ class JitFunction:
     def lower(self, *args, **kwargs) -> Lowered:
         return self.trace(*args, **kwargs).lower()
 
+    @errors.api_boundary
+    def eval_shape(self, *args, **kwargs) -> Any:
+        """The output's ShapeDtypeStructs for these arguments (traced, not compiled)."""
+        return self.trace(*args, **kwargs).out_info
+
     def __repr__(self) -> str:
         return f"<minijit.jit of {self.spec.fun_name}: {self._cache_size()} cache entries>"
 
@@ -383,6 +394,11 @@ class Traced:
 
     def as_text(self) -> str:
         return str(self.jaxpr)
+
+    @property
+    def out_info(self) -> Any:
+        """The output's shapes and dtypes, as ShapeDtypeStructs in its pytree (JAX's name)."""
+        return _out_shapes(self.jaxpr, self.out_tree)
 
 
 @dataclass

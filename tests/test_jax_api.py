@@ -241,6 +241,13 @@ def test_eval_shape_returns_shape_dtype_structs():
     assert mj.eval_shape(lambda x, n: x * n, F32, 3) == F32
     assert mj.eval_shape(lambda x: mnp.sum(x), F32) == mj.ShapeDtypeStruct((), np.float32)
     assert mj.eval_shape(mj.jit(lambda x: x + 1), F32) == F32
+    assert mj.eval_shape(lambda x, *, y: x + y, F32, y=1.0) == F32
+    jitted = mj.jit(lambda x: {"a": x * 2, "s": x.sum()})
+    want = {"a": F32, "s": mj.ShapeDtypeStruct((), np.float32)}
+    assert jitted.eval_shape(F32) == want == jitted.trace(F32).out_info
+    _, shapes = mj.make_jaxpr(lambda x: (x, x.sum()), return_shape=True)(F32)
+    assert shapes == (F32, mj.ShapeDtypeStruct((), np.float32))
+    assert jitted.trace_count == 0
 
 
 def test_shape_dtype_struct_traces_and_lowers_but_does_not_run():
