@@ -128,8 +128,9 @@ def print(fmt: str | None = None, *args, ordered: bool = False,  # noqa: A001 - 
 
     As in JAX: the arguments are checked against `fmt` now; `debug.print(ordered=True)` returns
     the print function (the two-call form); `ordered` and `partitioned` change nothing here
-    (see `callback`). A `fmt` whose first field is not a placeholder (`"x:"`, `"{{}} {}"`)
-    prints the values after it, separated by spaces, since JAX only looks at the first field.
+    (see `callback`). JAX asks only the first piece of `fmt` (its text up to the first field or
+    `{{`) whether there are placeholders: `"x:"` and `"{{}} {}"` have none, so they print as
+    the text itself followed by the values, separated by spaces.
     """
     def staged(fmt, *args, **kwargs) -> None:
         if not isinstance(fmt, str):
@@ -165,12 +166,14 @@ def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noq
     if backend not in (None, "cli"):
         raise ValueError(f"debug.breakpoint(backend={backend!r}): minijit has one debugger, "
                          "the command-line one: backend='cli' (or None)")
+    if unknown := set(kwargs) - {"stdin", "stdout"}:  # now, not when the program runs
+        raise TypeError(f"debug.breakpoint got unexpected keyword arguments {sorted(unknown)}; "
+                        "the debugger takes stdin= and stdout=")
     tracers, holes, frames = split_locals(user_frames(filter_frames, num_frames))
 
     def stop(*values):
         CliDebugger(with_values(frames, holes, values), **kwargs).cmdloop()
 
-    stop.__name__ = "breakpoint"  # its equation prints as debug_callback[callback=...breakpoint]
     _bind_callback(stop, tuple(tracers), {}, "breakpoint")
     return token
 

@@ -35,7 +35,7 @@ from typing import IO, Any
 from minijit.core import Tracer
 from minijit.tree_util import tree_flatten, tree_unflatten
 
-_PACKAGE = str(Path(__file__).resolve().parent)
+_PACKAGE = str(Path(__file__).resolve().parent) + "/"  # a frame in minijit starts so
 
 
 @dataclass(frozen=True)

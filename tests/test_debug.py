@@ -585,6 +585,8 @@ def test_breakpoint_errors_and_leaks():
         mj.debug.breakpoint(ordered=True, token=np.ones(1))
     with pytest.raises(ValueError, match="backend='cli'"):
         mj.debug.breakpoint(backend="web")
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments \['stdn'\]"):
+        mj.debug.breakpoint(stdn=None)
     stdin, stdout = _jdb("c\n")
     with mj.checking_leaks():  # the compiled program keeps no tracer of the frames
         mj.jit(lambda x: (mj.debug.breakpoint(stdin=stdin, stdout=stdout), x + 1)[1])(np.ones(2))
