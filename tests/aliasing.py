@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minijit.tree_util import tree_flatten_with_path, tree_map
+from minijit.tree_util import tree_flatten_with_names, tree_map
 
 KINDS = ("input-modified", "output-overwritten", "output-shares-input",
          "output-shares-earlier-output", "nondeterministic", "outputs-overlap")
@@ -80,7 +80,7 @@ def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _arrays(tree, prefix: str) -> list[tuple[str, np.ndarray]]:
-    return [(name, leaf) for name, leaf in tree_flatten_with_path(tree, prefix)[0]
+    return [(name, leaf) for name, leaf in tree_flatten_with_names(tree, prefix)[0]
             if isinstance(leaf, np.ndarray)]
 
 
