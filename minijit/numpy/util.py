@@ -4,7 +4,7 @@ The modules of functions (`ufuncs`, `lax_numpy`, `reductions`) all build on this
 build on `jax/_src/numpy/util.py`:
 - `_operand` turns an argument into an operand: arrays and tracers pass through, Python
   scalars stay Python scalars (weakly typed), anything else converts with `asarray`;
-- `_promote` gives operands their common dtype (`dtypes.result_type`, NumPy 2's rules), with a
+- `_promote` gives operands their common dtype (`dtypes.result_type`, JAX's lattice), with a
   `convert_element_type` equation only where an operand's dtype changes;
 - `_broadcast` gives them their common shape, with a `broadcast_in_dim` equation only where
   an operand's shape changes (a scalar stays a scalar: primitives accept one);
@@ -45,7 +45,12 @@ def _reject_masked(x) -> None:
 
 
 def asarray(x, dtype=None):
-    """An array (or tracer) for `x`; nested lists containing tracers are stacked."""
+    """An array (or tracer) for `x`; nested lists containing tracers are stacked.
+
+    A Python int or float without a `dtype` gives a weakly typed 0-d array, as in JAX
+    (`mnp.asarray(2.0) + mnp.float32(1)` is float32); a bool never does, since JAX has no
+    weak bool. Everything else (lists, NumPy arrays and scalars, an explicit dtype) is strong.
+    """
     _reject_masked(x)
     if isinstance(x, ShapeDtypeStruct):
         raise TypeError(
@@ -53,6 +58,9 @@ def asarray(x, dtype=None):
             "it; trace a function on it instead: mj.eval_shape(f, x) or mj.jit(f).trace(x)")
     if isinstance(x, (Tracer, Array)):  # an Array keeps its weak type, as in JAX
         return x if dtype is None else astype(x, dtype)
+    if dtype is None and isinstance(x, (int, float)) and not isinstance(x, bool):
+        # python_scalar_dtype raises for an int beyond int64, as JAX does
+        return wrap(np.asarray(x, dtypes.python_scalar_dtype(x)), weak_type=True)
     if isinstance(x, (list, tuple)) and any(isinstance(leaf, Tracer) for leaf in _flat(x)):
         return _stack([asarray(v, dtype) for v in x], 0)
     target = None if dtype is None else dtypes.canonicalize(dtype)
