@@ -711,7 +711,7 @@ def test_type_promotion_weak_asarray():
     check(jnp.array(2.0), 2.0, np.float64, weak_type=True)
     check(jnp.asarray(2.0) + jnp.float32(1), 3.0, np.float32)
     check(jnp.asarray(2) * jnp.ones(2, jnp.int8), [2, 2], np.int8)
-    # JAX has no weak bool: True is a strong bool, the bottom of the lattice anyway
+    # asarray(True) is a strong bool (a bool is the bottom of the lattice, weak or not)
     check(jnp.asarray(True), True, np.bool_)
     check(jnp.asarray(True) + jnp.int8(1), 2, np.int8)
 

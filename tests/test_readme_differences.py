@@ -209,10 +209,25 @@ def test_row_dtypes():
         mnp.zeros(2, dtype=np.complex128)
 
 
-# --- the sentence after the table -------------------------------------------------------------
+def test_row_weak_bool():
+    assert not mnp.isnan(2.0).weak_type and not mnp.equal(1, 2).weak_type
+    traces = []
+
+    @mj.jit
+    def f(x):
+        traces.append(x)
+        return x
+
+    f(mnp.asarray(2.0) > 1)
+    f(mnp.asarray(True))
+    assert len(traces) == 1  # JAX traces twice: weak and strong bool are two signatures
 
 
-def test_no_weak_bools():
+# --- the paragraph after the table ------------------------------------------------------------
+
+
+def test_weak_bools_promote_as_bools():
     assert not mnp.asarray(True).weak_type
     assert (mnp.asarray(True) + mnp.ones(1, mnp.int8)).dtype == np.int8
+    assert ((mnp.asarray(2.0) > 1) + mnp.ones(1, mnp.int8)).dtype == np.int8
     assert (mnp.ones(1, bool) + True).dtype == np.bool_  # a Python True is a strong bool
