@@ -247,7 +247,8 @@ class IndexUpdateHelper:
 
 
 class IndexUpdateRef:
-    """`x.at[idx]`. Each method returns a new array; `x` itself never changes.
+    """`x.at[idx]`: `get`, and the updates `set`, `add`, `multiply` (`mul`), `divide`,
+    `power`, `min`, `max`. Each method returns a new array; `x` itself never changes.
 
     The keywords are JAX's. `mode`: for `get`, reads clamp into bounds (None, "clip",
     "promise_in_bounds") or give `fill_value` out of bounds ("fill"; by default NaN for
@@ -310,6 +311,23 @@ class IndexUpdateRef:
     def max(self, values, *, mode=None, wrap_negative_indices=True, indices_are_sorted=False,
             unique_indices=False):
         return self._update(values, "max", mode, wrap_negative_indices)
+
+    # divide and power are written as JAX writes them: x op (ones with values multiplied in at
+    # idx), so they share multiply's indexing and out-of-bounds rules, and an int x divides
+    # into floats as `x / y` does.
+    @api_boundary
+    def divide(self, values, *, mode=None, wrap_negative_indices=True, indices_are_sorted=False,
+               unique_indices=False):
+        scale = mnp.ones_like(self.array).at[self.index].multiply(
+            values, mode=mode, wrap_negative_indices=wrap_negative_indices)
+        return mnp.true_divide(self.array, scale)
+
+    @api_boundary
+    def power(self, values, *, mode=None, wrap_negative_indices=True, indices_are_sorted=False,
+              unique_indices=False):
+        exponent = mnp.ones_like(self.array).at[self.index].multiply(
+            values, mode=mode, wrap_negative_indices=wrap_negative_indices)
+        return mnp.power(self.array, exponent)
 
 
 def _check_mode(mode, allowed) -> None:

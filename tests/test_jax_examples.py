@@ -311,12 +311,17 @@ def test_sharp_bits_in_place_updates():
 
 def test_sharp_bits_at_property_operations():
     # The `.at` documentation the page links to (jax.numpy.ndarray.at): set, add, multiply
-    # (and its short name mul), min, max, get; none changes x.
+    # (and its short name mul), divide, power, min, max, get; none changes x.
     x = jnp.arange(5.0)
     check(x.at[1:3].set(2.0), [0, 2, 2, 3, 4], np.float64)
     check(x.at[1:3].add(2.0), [0, 3, 4, 3, 4], np.float64)
     check(x.at[1:3].multiply(2.0), [0, 2, 4, 3, 4], np.float64)
     check(x.at[1:3].mul(2.0), [0, 2, 4, 3, 4], np.float64)
+    check(x.at[1:3].divide(2.0), [0, 0.5, 1, 3, 4], np.float64)
+    check(x.at[1:3].power(2), [0, 1, 4, 3, 4], np.float64)
+    check(jnp.arange(5).at[1:3].divide(2), [0, 0.5, 1, 3, 4], np.float64)  # x[idx] /= y
+    check(jnp.arange(5).at[1:3].power(2), [0, 1, 4, 3, 4], np.int64)
+    check(jit(lambda x, i: x.at[i].divide(4.0))(x, 2), [0, 1, 0.5, 3, 4], np.float64)
     check(x.at[1:3].min(2.0), [0, 1, 2, 3, 4], np.float64)
     check(x.at[1:3].max(2.0), [0, 2, 2, 3, 4], np.float64)
     check(x.at[1].get(), 1.0, np.float64)
