@@ -91,6 +91,10 @@ _OPERATORS = {
 
 
 def _getitem(self, index):
+    if isinstance(index, list):  # JAX's rule: NumPy once read a list as a tuple, then changed
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                        "allowed; use `arr[array(seq)]` instead of `arr[seq]`, or "
+                        "`arr[tuple(seq)]` to index several axes.")
     if not isinstance(self, Tracer) and indexing.numpy_index(index):
         return wrap(np.asarray(self)[index])  # eagerly only: a mask or an integer array
     return indexing.getitem(self, index)

@@ -151,9 +151,9 @@ def _binary(name: str, kinds: str, *, commutative=False, comparison=False) -> Pr
     return p
 
 
-add_p = _binary("add", ANY, commutative=True)
+add_p = _binary("add", NUMERIC, commutative=True)  # bools: mnp.add is `or`, as in JAX
 sub_p = _binary("sub", NUMERIC)
-mul_p = _binary("mul", ANY, commutative=True)
+mul_p = _binary("mul", NUMERIC, commutative=True)  # bools: mnp.multiply is `and`
 div_p = _binary("div", NUMERIC)  # ints: rounds toward 0; x / 0 is -1 (as JAX and XLA)
 floor_divide_p = _binary("floor_divide", NUMERIC)  # NumPy's //: rounds toward -inf
 remainder_p = _binary("remainder", NUMERIC)  # NumPy's %: sign of the divisor

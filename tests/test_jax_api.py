@@ -285,3 +285,52 @@ def test_array_repr_is_jax_s():  # JAX 0.10.2's strings, with jax_enable_x64
     assert long.startswith("Array([ 0.        ,  0.33333333,  0.66666667,  1.        ,  "
                            "1.33333333,\n        1.66666667,")
     assert long.endswith("12.66666667, 13.        ],      dtype=float64)")
+
+
+# --------------------------------------------------------------------------- weak types as JAX's
+
+# (function, expected dtype, expected weak_type), measured with JAX 0.10.2 and jax_enable_x64.
+WEAK_CASES = [
+    (lambda: mnp.full(3, 2.0), "float64", True),
+    (lambda: mnp.full(3, 2), "int64", True),
+    (lambda: mnp.full(3, np.float32(2)), "float32", False),
+    (lambda: mnp.full((), 2.0), "float64", True),
+    (lambda: mnp.zeros(3), "float64", False),
+    (lambda: mnp.zeros_like(2.0), "float64", True),
+    (lambda: mnp.zeros_like(np.ones(2)), "float64", False),
+    (lambda: mnp.ones_like(2), "int64", True),
+    (lambda: mnp.full_like(np.ones(2, np.int32), 2.7), "int32", False),
+    (lambda: mnp.where(True, 2.7, mnp.arange(3)), "float64", True),
+    (lambda: mnp.broadcast_to(2.0, (3,)), "float64", True),
+    (lambda: mnp.stack([1.0, 2.0]), "float64", True),
+    (lambda: mnp.reshape(2.0, (1,)), "float64", True),
+    (lambda: mnp.dot(2.0, 3.0), "float64", True),
+    # a loop carry that starts weak and comes back strong is strong, as in JAX
+    (lambda: lax.fori_loop(0, 3, lambda i, x: x + np.float64(1), 0.0), "float64", False),
+    (lambda: lax.fori_loop(0, 3, lambda i, x: x + 1.0, 0.0), "float64", True),
+    (lambda: lax.fori_loop(0, 3, lambda i, x: x + np.float32(1), 0.0), "float32", False),
+    (lambda: lax.while_loop(lambda x: x < 3, lambda x: x + np.float64(1), 0.0), "float64",
+     False),
+    (lambda: lax.scan(lambda c, _: (c + np.float64(1), None), 0.0, None, length=3)[0],
+     "float64", False),
+]
+
+
+@pytest.mark.parametrize("k", range(len(WEAK_CASES)))
+@pytest.mark.parametrize("how", ["eager", "interpreter", "numba"])
+def test_weak_types_as_jax(k, how):
+    f, dtype, weak = WEAK_CASES[k]
+    out = f() if how == "eager" else mj.jit(f, backend=how)()
+    assert (out.dtype.name, out.weak_type) == (dtype, weak)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bools_add_as_or_and_multiply_as_and_but_lax_refuses_them(backend):
+    a, b = np.array([True, True, False, False]), np.array([True, False, True, False])
+    for run in (lambda f, *x: f(*x), lambda f, *x: mj.jit(f, backend=backend)(*x)):
+        np.testing.assert_array_equal(run(mnp.add, a, b), a | b)
+        np.testing.assert_array_equal(run(lambda x, y: x * y, a, b), a & b)
+        assert run(mnp.add, a, b).dtype == np.bool_
+        for f in (lax.add, lax.mul):  # JAX: "add does not accept dtype bool"
+            with pytest.raises(TypeError, match="numeric"):
+                run(f, a, b)

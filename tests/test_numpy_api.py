@@ -87,7 +87,6 @@ def test_static_out_of_bounds_updates_are_dropped_eagerly_and_traced():
 
 @pytest.mark.parametrize("index", [
     pytest.param(lambda x, i: x[np.array([0, 1])], id="numpy-array"),
-    pytest.param(lambda x, i: x[[0, 1]], id="list"),
     pytest.param(lambda x, i: x[mnp.stack([i, i])], id="traced-int-array"),
     pytest.param(lambda x, i: x[x > 0], id="boolean-mask"),
     pytest.param(lambda x, i: x[i * 1.0], id="traced-float"),
@@ -97,6 +96,13 @@ def test_array_indexing_gives_a_clear_index_error(index):
     with pytest.raises(IndexError, match="minijit supports indexing with ints, slices") as info:
         traced(index, np.arange(3.0), 1)
     assert "mnp.where" in str(info.value)  # the suggested replacement for a mask
+
+
+def test_a_list_index_is_jaxs_type_error_eagerly_and_traced():
+    for run in (lambda f, x: f(x), lambda f, x: traced(f, x)):
+        with pytest.raises(TypeError, match=r"non-tuple sequence.*arr\[array\(seq\)\]"):
+            run(lambda x: x[[0, 1]], mnp.arange(3.0))
+    np.testing.assert_array_equal(mnp.arange(3.0)[np.array([0, 2])], [0.0, 2.0])
 
 
 def test_at_update_with_an_array_index_is_an_index_error():

@@ -122,12 +122,6 @@ def test_row_ndarray_subclass():
     assert np.shares_memory(view, x) and view.flags.writeable
 
 
-def test_row_array_repr():
-    assert repr(mnp.asarray(2.0)) == "Array(2.)"
-    assert repr(mnp.ones(2, mnp.float32)) == "Array([1., 1.], dtype=float32)"
-    assert mnp.asarray(2).weak_type and not mnp.asarray([2]).weak_type
-
-
 def test_row_tracer_repr():
     seen = []
 
@@ -231,3 +225,14 @@ def test_weak_bools_promote_as_bools():
     assert (mnp.asarray(True) + mnp.ones(1, mnp.int8)).dtype == np.int8
     assert ((mnp.asarray(2.0) > 1) + mnp.ones(1, mnp.int8)).dtype == np.int8
     assert (mnp.ones(1, bool) + True).dtype == np.bool_  # a Python True is a strong bool
+
+
+def test_row_scan_unroll():
+    def f(x):
+        return mj.lax.fori_loop(0, 8, lambda i, c: c * 2.0, x, unroll=4)
+
+    scan = mj.make_jaxpr(f)(1.0).eqns[0]
+    assert scan.primitive.name == "scan" and scan.params["unroll"] == 4
+    source = mj.jit(f, backend="numba").lower(1.0).as_text()
+    assert source.count("for ") == 1 and "range(0, 8)" in source  # one counted loop, rolled
+    assert mj.jit(f)(1.0) == 256.0

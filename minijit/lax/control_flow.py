@@ -249,19 +249,29 @@ def _prefix_tree(n_prefix: int, carry_tree: PyTreeDef, extra_tree) -> PyTreeDef:
 
 
 def _weak_mismatch(carry_avals, outs) -> bool:
-    return any(c.weak_type and c.dtype != o.dtype for c, o in zip(carry_avals, outs))
+    """Does a weakly typed carry (a Python scalar's) come back as another dtype, or strong?
+    Then, as in JAX, the carry takes the joined type (`2 * x` of a weak 0.0 and an f64 `x`
+    makes the carry a strong f64) and the body is traced again."""
+    return any(c.weak_type and (c.dtype != o.dtype or not o.weak_type)
+               for c, o in zip(carry_avals, outs))
 
 
 def _joined(c: ShapedArray, o: ShapedArray) -> ShapedArray:
-    if c.weak_type and c.dtype != o.dtype and c.shape == o.shape:
+    if c.weak_type and (c.dtype != o.dtype or not o.weak_type) and c.shape == o.shape:
         dt, weak = dtypes.result_type((c.dtype, True), (o.dtype, o.weak_type))
         return ShapedArray(c.shape, dt, weak)
     return c
 
 
 def _cast_leaves(leaves, avals):
-    return [x if get_aval(x).dtype == a.dtype else lax.convert_element_type(x, a.dtype)
-            for x, a in zip(leaves, avals)]
+    """The initial carry in the carry's types (dtype and weak type)."""
+    out = []
+    for x, a in zip(leaves, avals):
+        got = get_aval(x)
+        if (got.dtype, got.weak_type) != (a.dtype, a.weak_type):
+            x = lax.convert_element_type(x, a.dtype, weak_type=a.weak_type)
+        out.append(x)
+    return out
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):

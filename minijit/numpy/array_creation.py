@@ -17,7 +17,6 @@ from minijit.core import Tracer
 from minijit.numpy._edge import api_edge
 from minijit.numpy.ufuncs import add, equal, floor, multiply, subtract, true_divide, where
 from minijit.numpy.util import (
-    _SCALARS,
     _aval,
     _concrete_int,
     _convert,
@@ -37,13 +36,14 @@ def _shape_arg(shape, fn: str) -> tuple[int, ...]:
 
 
 def full(shape, fill_value, dtype=None):
+    """`shape` filled with `fill_value`. Without `dtype`, a Python scalar fill is weakly typed
+    and so is the result, as in JAX (`full(3, 2.0) + float32` is float32)."""
     shape = _shape_arg(shape, "full")
     fill = _operand(fill_value)
     if dtype is not None:
         fill = _convert(fill, dtypes.canonicalize(dtype), False)
-    elif isinstance(fill, _SCALARS):
-        fill = _convert(fill, dtypes.python_scalar_dtype(fill), False)
-    return broadcast_to(_operand_array(fill), shape) if shape else _operand_array(fill)
+    fill = _operand_array(fill)
+    return broadcast_to(fill, shape) if shape else fill
 
 
 def zeros(shape, dtype=None):
@@ -55,7 +55,13 @@ def ones(shape, dtype=None):
 
 
 def full_like(x, fill_value, dtype=None):
-    return full(_shape(_operand(x)), fill_value, dtype or _aval(_operand(x)).dtype)
+    """Without `dtype`, `x`'s dtype and weak type (`zeros_like(2.0)` is weak, as in JAX)."""
+    x = _operand(x)
+    if dtype is not None:
+        return full(_shape(x), fill_value, dtype)
+    a = _aval(x)
+    fill = _operand_array(_convert(_operand(fill_value), a.dtype, a.weak_type))
+    return broadcast_to(fill, _shape(x)) if _shape(x) else fill
 
 
 def zeros_like(x, dtype=None):

@@ -35,7 +35,9 @@ def _binary(fn, x, y):
 
 
 def add(x, y):
-    return _binary(lax.add, x, y)
+    # lax.add takes no bools (as in JAX); NumPy's and JAX's `+` on bools is a logical or.
+    x, y = _promote(x, y)
+    return (lax.bitwise_or if _aval(x).dtype == dtypes.bool_ else lax.add)(*_broadcast(x, y))
 
 
 def subtract(x, y):
@@ -43,7 +45,8 @@ def subtract(x, y):
 
 
 def multiply(x, y):
-    return _binary(lax.mul, x, y)
+    x, y = _promote(x, y)
+    return (lax.bitwise_and if _aval(x).dtype == dtypes.bool_ else lax.mul)(*_broadcast(x, y))
 
 
 def true_divide(x, y):

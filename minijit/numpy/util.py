@@ -102,8 +102,10 @@ def _operand(x):
 
 
 def _operand_array(x):
+    """`_operand`, with a Python scalar as a weakly typed 0-d array (for shape functions,
+    which keep the weak type: `mnp.reshape(2.0, (1,))` is weak, as in JAX)."""
     x = _operand(x)
-    return np.asarray(x) if isinstance(x, _SCALARS) else x
+    return asarray(x) if isinstance(x, _SCALARS) else x
 
 
 def _aval(x):
@@ -178,7 +180,7 @@ def broadcast_to(x, shape):
     ):
         raise ValueError(f"cannot broadcast an array of shape {old} to shape {shape}")
     if isinstance(x, _SCALARS):
-        x = np.asarray(x)
+        x = asarray(x)  # weakly typed, and so is the broadcast result, as in JAX
     dims = tuple(range(len(shape) - len(old), len(shape)))
     return lax.broadcast_in_dim(x, shape, dims)
 
