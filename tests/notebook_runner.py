@@ -49,14 +49,17 @@ def _first_line(cell) -> str:
 
 
 def check_clean(path: Path) -> list[str]:
-    """Problems with the notebook as committed: invalid nbformat, stored outputs, execution
-    counts or widget state. An empty list means clean."""
+    """Problems with the notebook as committed: invalid nbformat, cells without ids, stored
+    outputs, execution counts or widget state. An empty list means clean."""
     problems = []
     try:
         nb = nbformat.read(str(path), as_version=4)
         nbformat.validate(nb)
     except Exception as e:  # noqa: BLE001 - any parse or schema error is the finding
         return [f"not a valid notebook: {type(e).__name__}: {str(e).splitlines()[0]}"]
+    ids = [cell.get("id") for cell in nb.cells]
+    if nb.nbformat_minor >= 5 and (None in ids or len(set(ids)) != len(ids)):
+        problems.append("every cell needs an id, unique in the notebook (nbformat 4.5)")
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
