@@ -15,6 +15,7 @@ raise: a tagged cell that runs cleanly means the chapter's text no longer matche
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -57,8 +58,9 @@ def check_clean(path: Path) -> list[str]:
         nbformat.validate(nb)
     except Exception as e:  # noqa: BLE001 - any parse or schema error is the finding
         return [f"not a valid notebook: {type(e).__name__}: {str(e).splitlines()[0]}"]
-    ids = [cell.get("id") for cell in nb.cells]
-    if nb.nbformat_minor >= 5 and (None in ids or len(set(ids)) != len(ids)):
+    raw = json.loads(path.read_text(encoding="utf-8"))  # nbformat.read fills missing ids in
+    ids = [cell.get("id") for cell in raw["cells"]]
+    if raw.get("nbformat_minor", 0) >= 5 and (None in ids or len(set(ids)) != len(ids)):
         problems.append("every cell needs an id, unique in the notebook (nbformat 4.5)")
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
