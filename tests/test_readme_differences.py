@@ -236,3 +236,14 @@ def test_row_scan_unroll():
     source = mj.jit(f, backend="numba").lower(1.0).as_text()
     assert source.count("for ") == 1 and "range(0, 8)" in source  # one counted loop, rolled
     assert mj.jit(f)(1.0) == 256.0
+
+
+def test_row_jnp_not_jitted():
+    text = str(mj.make_jaxpr(lambda x: mnp.clip(x % 2.0, 0.0, 1.0))(mnp.ones(3)))
+    assert "jit[" not in text and "max" in text and "min" in text
+
+
+def test_row_debug_print_eqn():
+    closed = mj.make_jaxpr(lambda x: mj.debug.callback(print, x))(1.0)
+    assert closed.eqns[0].primitive.name == "debug_callback"
+    assert closed.eqns[0].primitive.effectful
