@@ -15,7 +15,10 @@ Layers, lowest first:
   backends  the backend registry;
   jit       `jit`, argument handling, `explain`, `profile`;
   package   `minijit/__init__.py`;
-  grading   the course's grader, on top.
+  grading   the course's grader;
+  course    the notebooks' helpers (pictures, views, widgets, timing), on top: they may use
+            everything, and nothing in the library or the grader depends on them (the grader
+            runs without matplotlib and ipywidgets).
 A module may import from its own layer or a lower one, never from a higher one, and no two
 modules may import each other, directly or round a longer cycle. Every import counts, including
 the ones inside functions (a function-local import is still a dependency, only a hidden one);
@@ -45,6 +48,7 @@ LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix
              "minijit.device")),
     ("package", ("minijit",)),
     ("grading", ("minijit.grading",)),
+    ("course", ("minijit.course",)),
 )
 
 
@@ -172,6 +176,7 @@ def test_the_checker_sees_function_local_and_relative_imports():
     assert layer_of("minijit.lax.loops") == 2 and layer_of("minijit.numpy.searching") == 2
     assert layer_of("minijit.numpy.convolution") == 2
     assert layer_of("minijit.numpy.array_creation") == 2
+    assert layer_of("minijit.course.draw") == len(LAYERS) - 1
     fake = {"minijit.a": {"minijit.b"}, "minijit.b": {"minijit.a"}, "minijit.c": set()}
     assert _cycles(fake) == [{"minijit.a", "minijit.b"}]
 

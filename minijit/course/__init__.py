@@ -1,0 +1,47 @@
+"""The course's helpers for notebooks: pictures, side-by-side views, widgets and timing.
+
+Chapters import what they show from here, so that their cells hold the lesson and not the
+plumbing. It sits on top of the library (it may use every module) and needs the `course`
+extra (matplotlib, ipywidgets, IPython); `import minijit` never imports it.
+
+- `graph`: a jaxpr laid out as a dataflow graph, as plain data (`layout_jaxpr`);
+- `draw`: that layout drawn with matplotlib (`draw_jaxpr`, `draw_fusion`), and the pipeline
+  `jit` runs, drawn from `minijit.passes.PIPELINE` (`draw_pipeline`);
+- `measure`: equations, temporary arrays, bytes of memory traffic, milliseconds;
+- `views`: two programs side by side, a table of the pipeline's stages, a liveness chart,
+  and the pass-by-pass stepper widget.
+
+Chapter 07 uses all of them.
+"""
+
+from minijit.course.draw import draw_fusion, draw_jaxpr, draw_pipeline, group_colour
+from minijit.course.graph import Edge, Layout, Node, fusion_groups, layout_jaxpr
+from minijit.course.measure import (
+    best_ms,
+    count_eqns,
+    describe,
+    fmt_bytes,
+    max_difference,
+    nbytes,
+    once_ms,
+    plural,
+    stage_summary,
+    temporaries,
+    traffic,
+)
+from minijit.course.views import (
+    liveness_chart,
+    optimize_source,
+    pass_stepper,
+    side_by_side,
+    side_by_side_html,
+    stages_table,
+)
+
+__all__ = [
+    "Edge", "Layout", "Node", "best_ms", "count_eqns", "describe", "draw_fusion", "draw_jaxpr",
+    "draw_pipeline", "fmt_bytes", "fusion_groups", "group_colour", "layout_jaxpr",
+    "liveness_chart", "max_difference", "nbytes", "once_ms", "optimize_source", "pass_stepper",
+    "plural", "side_by_side", "side_by_side_html", "stage_summary", "stages_table",
+    "temporaries", "traffic",
+]
