@@ -87,14 +87,26 @@ def paint(layout: Layout, ax: Axes, *, title: str | None = None) -> None:
     by_key = {n.key: n for n in layout.nodes}
     for node in sorted(layout.nodes, key=lambda n: n.depth):  # outer boxes first, below
         _paint_node(node, ax)
+    stubs_out: set[tuple[str, str]] = set()  # one stub per value leaving a band
+    stubs_in: dict[str, int] = {}  # how many stubs already come into a box
+    wrapped_in: dict[str, int] = {}
+    for edge in layout.edges:
+        if edge.kind == "wrapped":
+            wrapped_in[edge.dst] = wrapped_in.get(edge.dst, 0) + 1
     for edge in layout.edges:
         src, dst = by_key[edge.src], by_key[edge.dst]
         depth = max(src.depth, dst.depth) * 2 + 1
-        if edge.kind == "wrapped":  # to the next band: a stub on each side, named
-            sx, sy = src.x + src.width, src.y + src.height / 2
-            dx, dy = dst.x, dst.y + dst.height / 2
-            for (x0, x1, y), text in (((sx, sx + 0.3, sy), f"{edge.name} ↓"),
-                                      ((dx - 0.3, dx, dy), f"↓ {edge.name}")):
+        if edge.kind == "wrapped":  # to a later band: a stub on each side, named
+            stubs = []
+            if (edge.src, edge.name) not in stubs_out:
+                stubs_out.add((edge.src, edge.name))
+                sx, sy = src.x + src.width, src.y + src.height / 2
+                stubs.append(((sx, sx + 0.3, sy), f"{edge.name} ↓"))
+            k = stubs_in[edge.dst] = stubs_in.get(edge.dst, -1) + 1
+            # the stubs into one box share its left side, top to bottom
+            dx, dy = dst.x, dst.y + dst.height * (k + 1) / (wrapped_in[edge.dst] + 1)
+            stubs.append(((dx - 0.3, dx, dy), f"↓ {edge.name}"))
+            for (x0, x1, y), text in stubs:
                 ax.add_patch(FancyArrowPatch((x0, y), (x1, y), arrowstyle="-|>",
                                              mutation_scale=7, color="#999999", lw=0.8,
                                              linestyle=":", zorder=depth))
@@ -107,7 +119,8 @@ def paint(layout: Layout, ax: Axes, *, title: str | None = None) -> None:
             start, end, arrowstyle="-|>", mutation_scale=7, lw=0.8,
             color="#999999" if edge.kind == "literal" else "#555555",
             linestyle=":" if edge.kind == "literal" else "-",
-            connectionstyle=f"arc3,rad={bend}", shrinkA=1, shrinkB=1, zorder=depth))
+            connectionstyle=f"arc3,rad={bend}", shrinkA=3 if edge.kind == "literal" else 1,
+            shrinkB=1, zorder=depth))
 
 
 def _paint_node(node: Node, ax: Axes) -> None:

@@ -161,6 +161,23 @@ def _short(value) -> str:
     return str(value)
 
 
+@dataclass
+class _Level:
+    """The boxes of one jaxpr while it is being laid out."""
+
+    columns: list[list[Node]] = field(default_factory=lambda: [[]])
+    column: dict[str, int] = field(default_factory=dict)  # node key -> its column
+    literals: dict[str, list[Node]] = field(default_factory=dict)  # consumer key -> literals
+    inside: dict[str, tuple[int, int]] = field(default_factory=dict)  # key -> nodes[a:b] in it
+
+    def add(self, layout: Layout, node: Node, col: int) -> None:
+        layout.nodes.append(node)
+        self.column[node.key] = col
+        while len(self.columns) <= col:
+            self.columns.append([])
+        self.columns[col].append(node)
+
+
 class _Placer:
     def __init__(self, names: VarNames, groups: dict[int, int], nested: bool):
         self.names, self.groups, self.nested = names, groups, nested
@@ -184,65 +201,45 @@ class _Placer:
         """Add the nodes of `jaxpr` to `layout` with (0, 0) as the top-left corner; return the
         width and height used. Boxes inside a nested box are shifted by the caller."""
         start = len(layout.nodes)
+        level = _Level()
+        self.add_nodes(jaxpr, prefix, layout, level, max_width, depth)
+        _place_rows(layout, level)
+        _place_columns(layout, level, max_width)
+        mine = layout.nodes[start:]
+        return (max((n.x + n.width for n in mine), default=0.0),
+                max((n.y + n.height for n in mine), default=0.0))
+
+    def add_nodes(self, jaxpr: Jaxpr, prefix: str, layout: Layout, level: _Level,
+                  max_width: float, depth: int) -> None:
+        """Inputs in column 0, each equation one column right of its deepest input, outputs
+        last; the edges between them; nested boxes laid out inside, at the box's (0, 0)."""
         where: dict[int, str] = {}  # id(Var) -> key of the node that defines it
-        column: dict[str, int] = {}
-        columns: list[list[Node]] = [[]]
-
-        def add(node: Node, col: int) -> Node:
-            node.depth = depth
-            layout.nodes.append(node)
-            column[node.key] = col
-            while len(columns) <= col:
-                columns.append([])
-            columns[col].append(node)
-            return node
-
         for kind, vars_ in (("const", jaxpr.constvars), ("input", jaxpr.invars)):
             for k, v in enumerate(vars_):
                 key = f"{prefix}{kind}{k}"
-                w, h = _box([self.binder(v)])
-                add(Node(key, kind, self.binder(v), 0, 0, w, h), 0)
+                level.add(layout, Node(key, kind, self.binder(v), 0, 0,
+                                       *_box([self.binder(v)]), depth=depth), 0)
                 where[id(v)] = key
-
-        literal_of: dict[str, list[Node]] = {}  # consumer key -> its literal nodes
-        inner_of: dict[str, tuple[int, int]] = {}  # key -> the range of nodes inside it
 
         for i, eqn in enumerate(jaxpr.eqns):
             key = f"{prefix}eqn{i}"
-            col = 1 + max((column[where[id(a)]] for a in eqn.invars
+            col = 1 + max((level.column[where[id(a)]] for a in eqn.invars
                            if isinstance(a, Var) and id(a) in where), default=0)
             lines = self.eqn_lines(eqn)
-            subs = _subjaxprs(eqn)
             group = next((self.groups[id(v)] for v in eqn.outvars if id(v) in self.groups), None)
             node = Node(key, "eqn", "\n".join(lines), 0, 0, *_box(lines),
-                        primitive=eqn.primitive.name, group=group)
+                        primitive=eqn.primitive.name, group=group, depth=depth)
+            subs = _subjaxprs(eqn)
             if subs and self.nested:
-                node.nested = True
                 first = len(layout.nodes)
-                inner_w, cursor = 0.0, node.height
-                for caption, sub in subs:
-                    caption_key = f"{key}/{caption}"
-                    if eqn.primitive is not fused_p:  # a kernel has one jaxpr: no caption
-                        cap = Node(caption_key, "caption", caption, PAD_X, cursor,
-                                   len(caption) * CHAR_IN, CAPTION_IN, depth=depth + 1)
-                        layout.nodes.append(cap)
-                        cursor += CAPTION_IN
-                    mark = len(layout.nodes)
-                    w, h = self.place(sub, caption_key + "/", layout, max_width - 2 * PAD_X,
-                                      depth + 1)
-                    for n in layout.nodes[mark:]:
-                        n.x += PAD_X
-                        n.y += cursor
-                    inner_w, cursor = max(inner_w, w), cursor + h + ROW_GAP
-                node.width = max(node.width, inner_w + 2 * PAD_X)
-                node.height = cursor - ROW_GAP + PAD_Y
-                inner_of[key] = (first, len(layout.nodes))
+                self.add_inside(node, eqn, subs, layout, max_width, depth)
+                level.inside[key] = (first, len(layout.nodes))
             elif subs:
                 count = sum(1 for _, sub in subs for _ in _all_eqns(sub))
                 lines = [*lines, f"[{count} equations inside]"]
                 node.label = "\n".join(lines)
                 node.width, node.height = _box(lines)
-            add(node, col)
+            level.add(layout, node, col)
             for k, a in enumerate(eqn.invars):
                 if isinstance(a, Var) and id(a) in where:
                     layout.edges.append(Edge(where[id(a)], key, self.names(a)))
@@ -251,76 +248,95 @@ class _Placer:
                     lit = Node(f"{key}/lit{k}", "literal", text, 0, 0, len(text) * CHAR_IN,
                                LINE_IN, depth=depth)
                     layout.nodes.append(lit)
-                    literal_of.setdefault(key, []).append(lit)
+                    level.literals.setdefault(key, []).append(lit)
                     layout.edges.append(Edge(lit.key, key, text, "literal"))
             for v in eqn.outvars:
                 where[id(v)] = key
 
-        out_col = len(columns)
+        out_col = len(level.columns)
         for k, a in enumerate(jaxpr.outvars):
             key = f"{prefix}output{k}"
             text = self.names(a) if isinstance(a, Var) else _short(a.val)
-            w, h = _box([f"out {text}"])
-            add(Node(key, "output", f"out {text}", 0, 0, w, h), out_col)
+            level.add(layout, Node(key, "output", f"out {text}", 0, 0, *_box([f"out {text}"]),
+                                   depth=depth), out_col)
             if isinstance(a, Var) and id(a) in where:
                 layout.edges.append(Edge(where[id(a)], key, text))
 
-        # Rows: each box goes as near as it can to the mean height of the boxes it reads
-        # from, in program order where two want the same place.
-        preds: dict[str, list[str]] = {}
-        for e in layout.edges:
-            if e.kind == "data" and e.dst in column:
-                preds.setdefault(e.dst, []).append(e.src)
-        by_key = {n.key: n for col in columns for n in col}
-        for col in columns:
-            def wanted(n: Node) -> float:
-                ys = [by_key[p].y + by_key[p].height / 2 for p in preds.get(n.key, ())]
-                return sum(ys) / len(ys) if ys else 0.0
-            cursor = 0.0
-            order = {id(n): k for k, n in enumerate(col)}
-            for n in sorted(col, key=lambda n: (wanted(n), order[id(n)])):
-                n.y = max(wanted(n) - n.height / 2, cursor)
-                cursor = n.y + n.height + ROW_GAP
+    def add_inside(self, node: Node, eqn: Eqn, subs, layout: Layout, max_width: float,
+                   depth: int) -> None:
+        """Lay out each sub-jaxpr under the box's header, one below the other, each under
+        its caption (a kernel's one jaxpr has none); grow the box to hold them."""
+        node.nested = True
+        inner_w, cursor = 0.0, node.height
+        for caption, sub in subs:
+            caption_key = f"{node.key}/{caption}"
+            if eqn.primitive is not fused_p:
+                layout.nodes.append(Node(caption_key, "caption", caption, PAD_X, cursor,
+                                         len(caption) * CHAR_IN, CAPTION_IN, depth=depth + 1))
+                cursor += CAPTION_IN
+            mark = len(layout.nodes)
+            w, h = self.place(sub, caption_key + "/", layout, max_width - 2 * PAD_X, depth + 1)
+            for n in layout.nodes[mark:]:
+                n.x += PAD_X
+                n.y += cursor
+            inner_w, cursor = max(inner_w, w), cursor + h + ROW_GAP
+        node.width = max(node.width, inner_w + 2 * PAD_X)
+        node.height = cursor - ROW_GAP + PAD_Y
 
-        # Columns: x by the widest box of each column; wrap into bands past `max_width`.
-        band_of, x_of, x, band = [], [], 0.0, 0
-        widest = max((n.width for col in columns for n in col), default=0.0)
-        limit = max(max_width, widest + 3.0)  # a wide box keeps a few neighbours in its band
-        for col in columns:
-            w = max((n.width for n in col), default=0.0)
-            if x > COL_GAP and x + w > limit:
-                band, x = band + 1, COL_GAP  # room on the left for stubs and literals
-            band_of.append(band)
-            x_of.append(x)
-            x += w + COL_GAP
-        bands = band + 1
-        tops = [min((n.y for c, col in enumerate(columns) if band_of[c] == b for n in col),
-                    default=0.0) for b in range(bands)]
-        bottoms = [max((n.y + n.height for c, col in enumerate(columns) if band_of[c] == b
-                        for n in col), default=0.0) for b in range(bands)]
-        offsets, y = [], 0.0
-        for b in range(bands):
-            offsets.append(y - tops[b])
-            y += bottoms[b] - tops[b] + BAND_GAP
-        for c, col in enumerate(columns):
-            w = max((n.width for n in col), default=0.0)
-            for n in col:
-                n.x = x_of[c] + (w - n.width) / 2
-                n.y += offsets[band_of[c]]
-                if n.key in inner_of:  # what is inside was laid out with the box at (0, 0)
-                    first, last = inner_of[n.key]
-                    for inner in layout.nodes[first:last]:
-                        inner.x += n.x
-                        inner.y += n.y
-                # literals sit in the gap to the left, above the edges that come in
-                for lit_k, lit in enumerate(reversed(literal_of.get(n.key, ()))):
-                    lit.x = n.x - lit.width - 0.05
-                    lit.y = n.y - LINE_IN * (0.6 + lit_k)
-        for e in layout.edges:
-            if e.kind == "data" and e.src in column and e.dst in column and \
-                    band_of[column[e.src]] != band_of[column[e.dst]]:
-                e.kind = "wrapped"
-        mine = layout.nodes[start:]
-        width = max((n.x + n.width for n in mine), default=0.0)
-        height = max((n.y + n.height for n in mine), default=0.0)
-        return width, height
+
+def _place_rows(layout: Layout, level: _Level) -> None:
+    """Each box as near as it can to the mean height of the boxes it reads from, column by
+    column, in program order where two want the same place."""
+    preds: dict[str, list[Node]] = {}
+    by_key = {n.key: n for col in level.columns for n in col}
+    for e in layout.edges:
+        if e.kind == "data" and e.dst in level.column:
+            preds.setdefault(e.dst, []).append(by_key[e.src])
+
+    def wanted(n: Node) -> float:
+        ys = [p.y + p.height / 2 for p in preds.get(n.key, ())]
+        return sum(ys) / len(ys) if ys else 0.0
+
+    for col in level.columns:
+        cursor = 0.0
+        order = {id(n): k for k, n in enumerate(col)}
+        for n in sorted(col, key=lambda n: (wanted(n), order[id(n)])):
+            n.y = max(wanted(n) - n.height / 2, cursor)
+            cursor = n.y + n.height + ROW_GAP
+
+
+def _place_columns(layout: Layout, level: _Level, max_width: float) -> None:
+    """x by the widest box of each column, wrapping into bands past `max_width`; then move
+    what is inside each box, and the literals, along with their boxes."""
+    columns = level.columns
+    widths = [max((n.width for n in col), default=0.0) for col in columns]
+    limit = max(max_width, max(widths) + 3.0)  # a wide box keeps a few neighbours in its band
+    band_of, x_of, x, band = [], [], 0.0, 0
+    for w in widths:
+        if x > COL_GAP and x + w > limit:
+            band, x = band + 1, COL_GAP  # room on the left for stubs and literals
+        band_of.append(band)
+        x_of.append(x)
+        x += w + COL_GAP
+    offsets, y = [], 0.0
+    for b in range(band + 1):
+        inside = [n for c, col in enumerate(columns) if band_of[c] == b for n in col]
+        top = min((n.y for n in inside), default=0.0)
+        offsets.append(y - top)
+        y += max((n.y + n.height for n in inside), default=0.0) - top + BAND_GAP
+    for c, col in enumerate(columns):
+        for n in col:
+            n.x = x_of[c] + (widths[c] - n.width) / 2
+            n.y += offsets[band_of[c]]
+            first, last = level.inside.get(n.key, (0, 0))
+            for inner in layout.nodes[first:last]:  # laid out with the box at (0, 0)
+                inner.x += n.x
+                inner.y += n.y
+            # literals sit in the gap to the left, above the edges that come in
+            for k, lit in enumerate(reversed(level.literals.get(n.key, ()))):
+                lit.x = n.x - lit.width - 0.05
+                lit.y = n.y - LINE_IN * (0.6 + k)
+    for e in layout.edges:
+        if (e.kind == "data" and e.src in level.column and e.dst in level.column
+                and band_of[level.column[e.src]] != band_of[level.column[e.dst]]):
+            e.kind = "wrapped"
