@@ -13,7 +13,7 @@ The public API mirrors JAX for the subset it supports; see README.md for the cou
 """
 
 from minijit import array_methods as _array_methods  # noqa: F401  (attaches tracer operators)
-from minijit import debug, errors, lax, tree, tree_util
+from minijit import build, debug, errors, lax, tree, tree_util
 from minijit import numpy as numpy
 from minijit.array import Array
 from minijit.config import config, debug_nans, disable_jit
@@ -30,7 +30,7 @@ check_tracer_leaks = checking_leaks  # JAX's other name: `with jax.check_tracer_
 
 __all__ = [
     "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapeDtypeStruct", "ShapedArray",
-    "Tracer", "Var", "bind", "block_until_ready", "check_tracer_leaks", "checking_leaks",
+    "Tracer", "Var", "bind", "block_until_ready", "build", "check_tracer_leaks", "checking_leaks",
     "config", "debug", "debug_nans", "device_put", "disable_jit", "effects_barrier", "errors",
     "eval_jaxpr", "eval_shape", "jit",
     "lax", "make_jaxpr", "numpy", "tree", "tree_util", "typecheck_jaxpr",

@@ -62,6 +62,9 @@ def explain_miss(fun_name: str, where: str | None, new: SplitArgs,
         return f"{head}\n  this is the first call (nothing is cached yet)."
     ranked = sorted(reversed(previous), key=lambda old: len(differences(new, old)))
     diffs = differences(new, ranked[0])
+    if not diffs:
+        return (f"{head}\n  this key was compiled before, but the cache was emptied since: by "
+                "`clear_cache()`, or because a piece of minijit was switched (`minijit.build`).")
     n = len(previous)
     seen = f"all {n} previously seen cache keys differ" if n > 1 else (
         "the previously seen cache key differs")

@@ -13,10 +13,10 @@ from functools import partial
 
 import numpy as np
 
-from minijit import dtypes
+from minijit import build, dtypes
 from minijit import primitives as P
-from minijit.core import impl_rules
-from minijit.ir import Jaxpr, Lit, pp_eqn_alone
+from minijit.core import ShapedArray, impl_rules
+from minijit.ir import Eqn, Jaxpr, Lit, Var, pp_eqn_alone
 
 
 class EvalError(RuntimeError):
@@ -24,7 +24,17 @@ class EvalError(RuntimeError):
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
-    """Run `jaxpr` on NumPy values; returns the list of outputs."""
+    """Run `jaxpr` on NumPy values; returns the list of outputs.
+
+    Every caller in minijit (`mj.eval_jaxpr`, the interpreter backend, the impl rules of
+    `cond`, `while`, `scan` and nested `jit`) comes through here, which runs the build
+    track's current piece: `reference_eval_jaxpr` below, or yours after
+    `build.use("eval_jaxpr", ...)` (see `minijit/build.py`)."""
+    return build.call("eval_jaxpr", jaxpr, consts, *args)
+
+
+def reference_eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
+    """minijit's own `eval_jaxpr`: the environment loop, with the checks worth copying."""
     if len(consts) != len(jaxpr.constvars) or len(args) != len(jaxpr.invars):
         raise TypeError(
             f"eval_jaxpr: expected {len(jaxpr.constvars)} consts and {len(jaxpr.invars)} args, "
@@ -62,6 +72,41 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
                 if last_use.get(id(a)) == i:
                     env.pop(id(a), None)
     return [read(a) for a in jaxpr.outvars]
+
+
+def _check_outputs(outs, jaxpr: Jaxpr, consts, *args) -> str | None:
+    """What is wrong with `outs` as the result of running `jaxpr`, if anything."""
+    if not isinstance(outs, (list, tuple)):
+        return f"returned a {type(outs).__name__}; it must return a list of arrays"
+    if len(outs) != len(jaxpr.outvars):
+        return f"returned {len(outs)} values for a jaxpr with {len(jaxpr.outvars)} outputs"
+    for k, (out, a) in enumerate(zip(outs, jaxpr.outvars)):
+        got = np.asarray(out)
+        if got.shape != a.aval.shape or got.dtype != a.aval.dtype:
+            return (f"returned {got.dtype}{list(got.shape)} as output {k}, "
+                    f"where the jaxpr says {a.aval.str_short()}")
+    return None
+
+
+def _selftest(eval_jaxpr) -> str | None:
+    """Run a candidate on `{ lambda a ; b . let c = mul b 2.0; d = add c a in (d, c) }`."""
+    f64 = ShapedArray((3,), np.dtype(np.float64))
+    a, b, c, d = Var(f64), Var(f64), Var(f64), Var(f64)
+    two = Lit(2.0, ShapedArray((), np.dtype(np.float64), weak_type=True))
+    jaxpr = Jaxpr((a,), (b,), (Eqn(P.mul_p, (b, two), (c,)), Eqn(P.add_p, (c, a), (d,))),
+                  (d, c))
+    consts, args = [np.array([1.0, 2.0, 3.0])], [np.array([0.5, -1.0, 4.0])]
+    outs = eval_jaxpr(jaxpr, consts, *args)
+    problem = _check_outputs(outs, jaxpr, consts, *args)
+    if problem is None and not all(np.array_equal(np.asarray(o), w) for o, w in zip(
+            outs, reference_eval_jaxpr(jaxpr, consts, *args))):
+        problem = "computed other values than minijit's"
+    return problem
+
+
+build.register("eval_jaxpr", reference_eval_jaxpr, chapter="03_the_ir",
+               signature="eval_jaxpr(jaxpr, consts, *args) -> list of arrays",
+               check=_check_outputs, selftest=_selftest)
 
 
 # --------------------------------------------------------------------------- elementwise

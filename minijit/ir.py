@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from minijit import build
 from minijit import pretty_printer as pp
 from minijit.core import Primitive, ShapedArray, abstract_eval
 
@@ -269,9 +270,42 @@ def _pp_jaxpr(jaxpr: Jaxpr, names: VarNames) -> pp.Doc:
 
 
 def pp_jaxpr(jaxpr: Jaxpr, width: int = pp.WIDTH) -> str:
+    """The text of a Jaxpr, as `print(jaxpr)` shows it: the build track's current printer
+    (`reference_pp_jaxpr`, or yours after `build.use("pp_jaxpr", ...)`). A printer of your
+    own prints at the default width only. minijit's own uses of the text (names in generated
+    code, error messages) never come through here, so a printer cannot change what runs."""
+    if width != pp.WIDTH:
+        return reference_pp_jaxpr(jaxpr, width)
+    return build.call("pp_jaxpr", jaxpr)
+
+
+def reference_pp_jaxpr(jaxpr: Jaxpr, width: int = pp.WIDTH) -> str:
     """Print a Jaxpr in JAX's layout: what fits in `width` columns stays on one line.
     Deterministic: names follow order of appearance."""
     return _pp_jaxpr(jaxpr, VarNames()).format(width)
+
+
+def _check_text(text, jaxpr: Jaxpr) -> str | None:
+    return None if isinstance(text, str) else (
+        f"returned a {type(text).__name__}; it must return the program's text, a str")
+
+
+def _selftest(pp_jaxpr) -> str | None:
+    """Print `{ lambda a:f64[3]; b:f64[3]. let c:f64[3] = mul b 2.0:f64[]; ... }` (one line)."""
+    f64, scalar = ShapedArray((3,), np.dtype(np.float64)), ShapedArray((), np.dtype(np.float64))
+    a, b, c, d = Var(f64), Var(f64), Var(f64), Var(scalar)
+    eqns = (Eqn(Primitive("mul"), (b, Lit(2.0, scalar)), (c,)),
+            Eqn(Primitive("reduce_sum"), (c,), (d,), {"axes": (0,)}))
+    jaxpr = Jaxpr((a,), (b,), eqns, (d, a))
+    text, want = pp_jaxpr(jaxpr), reference_pp_jaxpr(jaxpr)
+    problem = _check_text(text, jaxpr)
+    if problem is None and text != want:
+        problem = f"printed {text!r} where minijit prints {want!r}"
+    return problem
+
+
+build.register("pp_jaxpr", reference_pp_jaxpr, chapter="03_the_ir",
+               signature="pp_jaxpr(jaxpr) -> str", check=_check_text, selftest=_selftest)
 
 
 def name_like_the_printer(jaxpr: Jaxpr, names: VarNames) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from minijit import errors
+from minijit import build, errors
 from minijit.arguments import ArgSpec, SplitArgs, split_args
 from minijit.array import Array, wrap
 from minijit.backends import get_backend
@@ -139,6 +139,16 @@ class Cache:
     # Held while compiling: threads that miss on one key at once compile it once, and the
     # counters and lists above change together. Reentrant, for a compile that calls back in.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    # The `build.generation()` its entries were made in: an entry made before a piece of
+    # minijit was switched (`minijit.build.use`) may hold that piece's work, so it is dropped.
+    generation: int = field(default_factory=build.generation)
+
+    def drop_stale(self) -> None:
+        """Forget every entry made before the latest `build` switch (call with the lock)."""
+        if self.generation != build.generation():
+            self.entries.clear()
+            self.fast.clear()
+            self.generation = build.generation()
 
 
 # fun -> {jit options: Cache}; weak, so a cache dies with its function.
@@ -204,7 +214,8 @@ class JitFunction:
             # While any thread is inside `with disable_jit():`, calls take the slow path,
             # which reads this thread's own setting.
             if self._fast_ok and not kwargs and len(trace_state.stack) == 1 and not (
-                    _donated_any[0] or _config_values["disable_jit"]
+                    self._cache.generation != build.generation()
+                    or _donated_any[0] or _config_values["disable_jit"]
                     or _overrides_open["disable_jit"] or _config_values["debug_nans"]
                     or _overrides_open["debug_nans"]):
                 entry = self._cache.fast.get(_fast_key(args))
@@ -227,14 +238,18 @@ class JitFunction:
         if is_tracing():  # called while this thread traces another function
             return self._stage(args, kwargs)
         split = split_args(self.spec, args, kwargs)
-        entry = self._cache.entries.get(split.key)
+        cache = self._cache
+        entry = cache.entries.get(split.key) if cache.generation == build.generation() else None
         if entry is None:
-            with self._cache.lock:  # another thread may have compiled it while we waited
-                entry = self._cache.entries.get(split.key)
+            with cache.lock:  # another thread may have compiled it while we waited
+                cache.drop_stale()
+                entry = cache.entries.get(split.key)
                 if entry is None:
                     entry = self._compile(split)
-            if self._fast_ok and not kwargs and _fast_key(args) is not None:
-                self._cache.fast[_fast_key(args)] = entry
+                # only an entry the cache kept (see _compile) goes on the fast path
+                if (self._fast_ok and not kwargs and cache.entries.get(split.key) is entry
+                        and _fast_key(args) is not None):
+                    cache.fast[_fast_key(args)] = entry
         leaves, donated = _leaves_to_run(split, entry.optimized.consts, self.spec.fun_name)
         t0 = perf_counter()
         outs = entry.executable(*leaves)
@@ -283,6 +298,7 @@ class JitFunction:
 
     def _compile(self, split: SplitArgs) -> CacheEntry:
         cache = self._cache
+        generation = build.generation()  # the pieces this compile runs with
         where = errors.user_location()
         code = getattr(self.fun, "__code__", None)
         recreated = _seen_code.get(code) if cache.trace_count == 0 else None
@@ -297,8 +313,10 @@ class JitFunction:
         timings = {"trace": t1 - t0, "optimize": t2 - t1, "compile": t3 - t2}
         timings.update(getattr(executable, "timings", {}))  # codegen / compile, if split
         entry = CacheEntry(split, traced, optimized, executable, out_tree, timings)
-        # Only a complete entry is stored: a failure above leaves the cache as it was.
-        cache.entries[split.key] = entry
+        # Only a complete entry is stored: a failure above leaves the cache as it was. One
+        # compiled while a piece was switched (`minijit.build`) serves this call only.
+        if generation == build.generation() == cache.generation:
+            cache.entries[split.key] = entry
         cache.trace_count += 1
         cache.history.append(split)
         cache.misses.append(miss)
@@ -323,9 +341,14 @@ class JitFunction:
         return "(" + ", ".join(parts) + ")"
 
     # -- seeing inside
+    def _fresh_cache(self) -> Cache:
+        with self._cache.lock:
+            self._cache.drop_stale()
+        return self._cache
+
     def _cache_size(self) -> int:
         """Number of compiled signatures (JAX has the same private method)."""
-        return len(self._cache.entries)
+        return len(self._fresh_cache().entries)
 
     @property
     def trace_count(self) -> int:
@@ -343,7 +366,7 @@ class JitFunction:
                             miss.recreated_from)
 
     def cache_entries(self) -> list[CacheEntry]:
-        return list(self._cache.entries.values())
+        return list(self._fresh_cache().entries.values())
 
     def clear_cache(self) -> None:
         self._cache.entries.clear()

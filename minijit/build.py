@@ -1,0 +1,212 @@
+"""The build track: run minijit on pieces you wrote yourself (chapter 03 onwards).
+
+Some exercises ask you to write a core piece of minijit against its real interface (the
+interpreter `eval_jaxpr`, the printer `pp_jaxpr`, ...). Once yours passes its `check()`,
+switch it in, and minijit calls *your* function wherever it would call its own:
+
+    from minijit import build
+
+    build.use("eval_jaxpr", eval_jaxpr)   # from now on, mj.eval_jaxpr, the interpreter
+                                          # backend and eager lax.cond/while_loop/scan run yours
+    build.using()                         # {'eval_jaxpr': <function eval_jaxpr ...>}
+    build.reset("eval_jaxpr")             # back to minijit's own (build.reset() resets all)
+
+    with build.use("pp_jaxpr", pp_jaxpr): # or only for a block: the previous piece
+        print(mj.make_jaxpr(f)(x))        # comes back when it ends, even on an error
+
+How it works: minijit's own code never calls a piece's function directly; it calls
+`build.call(name, ...)`, which looks the current function up in one small table (`_current`).
+Each piece is registered once, next to minijit's own implementation (`register`), with the
+chapter that builds it. Invariants:
+
+- *Named failures.* An exception raised by your piece reaches the caller as a `PieceError`
+  that names the piece and says how to switch back; the original is its `__cause__`. A piece
+  may also declare a `check` on its result (right number of outputs, a `str`, ...), so a
+  wrong result fails at once, with the piece's name, instead of somewhere downstream.
+- *No stale caches.* Every switch (`use`, `reset`, the end of a `with`) increases
+  `generation()`, then calls the `on_switch` listeners (for a cache that cannot compare
+  generations itself). `jit` drops every entry made in an earlier generation, and keeps none
+  whose compile a switch overtook, so nothing computed with a piece outlives the piece.
+  Pieces never feed a cache key: where minijit needs the printed text of a program for
+  itself (names in generated code, error messages), it uses its own printer.
+- *Threads.* Switching takes a lock and replaces one table entry; readers take no lock and
+  see either the old or the new function, never a mix (a call already running when the
+  switch happens may finish on the old one). The table is process-wide, as a learner's
+  notebook expects: a switch in one thread is seen by all of them.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+class PieceError(RuntimeError):
+    """A piece you switched in with `build.use` failed (raised, or returned a wrong result)."""
+
+    def __init__(self, piece: str, message: str):
+        super().__init__(message)
+        self.piece = piece
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One replaceable piece of minijit: its name, who builds it, and minijit's own version.
+
+    `check(result, *args)` returns None when a result is acceptable, else what is wrong;
+    `selftest(fn)` runs a candidate once on a small example and says what is wrong, if anything.
+    """
+
+    name: str
+    chapter: str
+    signature: str
+    reference: Callable[..., Any]
+    check: Callable[..., str | None] | None = None
+    selftest: Callable[[Callable[..., Any]], str | None] | None = None
+
+
+# The pieces, by name, as registered by the modules that implement them; and the function
+# each one runs now. `_current[name] is PIECES[name].reference` unless a learner switched.
+PIECES: dict[str, Piece] = {}
+_current: dict[str, Callable[..., Any]] = {}
+_generation = [0]
+_listeners: list[Callable[[], None]] = []
+_lock = threading.RLock()
+
+# Where the build track will go next (the chapter's exercise registers the piece for real):
+PLANNED = {
+    "trace_to_jaxpr": "02_tracing", "eval_jaxpr": "03_the_ir", "pp_jaxpr": "03_the_ir",
+    "jit_cache": "04_jit_and_the_cache", "closure_convert": "05_control_flow",
+    "dce": "07_the_optimizer", "fusion_groups": "07_the_optimizer",
+    "loop_nest": "08_code_generation",
+}
+
+
+def register(name: str, reference: Callable[..., Any], *, chapter: str, signature: str,
+             check: Callable[..., str | None] | None = None,
+             selftest: Callable[[Callable[..., Any]], str | None] | None = None) -> None:
+    """Declare minijit's own implementation of a piece (once, where it is defined)."""
+    with _lock:
+        if name in PIECES:
+            raise ValueError(f"build piece {name!r} is registered twice")
+        PIECES[name] = Piece(name, chapter, signature, reference, check, selftest)
+        _current[name] = reference
+
+
+def _piece(name: str) -> Piece:
+    try:
+        return PIECES[name]
+    except KeyError:
+        raise KeyError(f"no build piece named {name!r}; the pieces are: "
+                       f"{', '.join(sorted(PIECES))}") from None
+
+
+def generation() -> int:
+    """How many switches there have been: anything computed by a piece carries this number."""
+    return _generation[0]
+
+
+def on_switch(listener: Callable[[], None]) -> None:
+    """Call `listener()` after every switch (jit uses it to empty its caches)."""
+    _listeners.append(listener)
+
+
+def _switch(changes: dict[str, Callable[..., Any]]) -> None:
+    with _lock:
+        _current.update(changes)
+        _generation[0] += 1
+        for listener in list(_listeners):
+            listener()
+
+
+class _Switch:
+    """What `use` returns: the switch has already happened; as a context manager it also
+    switches back, at the end of the block, to whatever ran before."""
+
+    def __init__(self, name: str, previous: Callable[..., Any]):
+        self.name, self.previous = name, previous
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _switch({self.name: self.previous})
+
+    def __repr__(self) -> str:
+        fn = _current[self.name]
+        if fn is PIECES[self.name].reference:
+            return f"<minijit runs its own {self.name}>"
+        return (f"<minijit runs your {self.name} ({getattr(fn, '__qualname__', fn)!s}); "
+                f"build.reset({self.name!r}) switches back>")
+
+
+def use(name: str, fn: Callable[..., Any], *, verify: bool = True) -> _Switch:
+    """From now on, minijit runs `fn` as its piece `name` (see the module docstring).
+
+    With `verify` (the default), `fn` first runs once on the piece's small example; if it
+    raises or disagrees with minijit's own, nothing is switched and a message says why, so
+    the cells after an unfinished exercise still run (on minijit's own piece). The grader
+    switches with `verify=False`: a broken piece must run, and fail, where it is graded.
+    """
+    piece = _piece(name)
+    if not callable(fn):
+        raise TypeError(f"build.use({name!r}, ...) needs a function {piece.signature}, "
+                        f"got {type(fn).__name__}")
+    if verify and piece.selftest is not None:
+        try:
+            problem = piece.selftest(fn)
+        except Exception as e:  # noqa: BLE001 - any failure of the learner's code is reported
+            problem = f"raised {type(e).__name__}: {e}"
+        if problem:
+            print(f"minijit keeps its own {name}: yours {problem} on a small example, so it "
+                  f"was not switched in. Fix it (its check() shows more) and run "
+                  f"build.use({name!r}, ...) again.", file=sys.stderr)
+            return _Switch(name, _current[name])
+    with _lock:
+        previous = _current[name]
+        _switch({name: fn})
+    return _Switch(name, previous)
+
+
+def reset(*names: str) -> None:
+    """Switch the named pieces (all of them, without names) back to minijit's own."""
+    for name in names:
+        _piece(name)
+    _switch({name: PIECES[name].reference for name in names or PIECES})
+
+
+def using() -> dict[str, Callable[..., Any]]:
+    """The pieces minijit now runs that are not its own: name -> your function."""
+    return {name: fn for name, fn in _current.items() if fn is not PIECES[name].reference}
+
+
+def is_reference(name: str) -> bool:
+    return _current[name] is PIECES[name].reference
+
+
+def call(name: str, *args, **kwargs):
+    """Run piece `name` as it is now: minijit's own, or the learner's, with named errors."""
+    fn = _current[name]
+    if fn is PIECES[name].reference:
+        return fn(*args, **kwargs)
+    try:
+        result = fn(*args, **kwargs)
+    except PieceError:
+        raise  # a nested call of a piece failed: its error already says which
+    except Exception as e:
+        raise PieceError(name, _message(name, f"raised {type(e).__name__}: {e}")) from e
+    check = PIECES[name].check
+    problem = check(result, *args, **kwargs) if check else None
+    if problem:
+        raise PieceError(name, _message(name, problem))
+    return result
+
+
+def _message(name: str, what: str) -> str:
+    return (f"your {name} (switched in with minijit.build.use) {what}\n"
+            f"  minijit runs your {name} until you switch back: fix it and call "
+            f"build.use({name!r}, ...) again, or use minijit's own with "
+            f"build.reset({name!r}).")
