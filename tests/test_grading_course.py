@@ -112,11 +112,12 @@ def _solution_namespace(path: Path) -> dict:
 
 @contextlib.contextmanager
 def _global_state_restored():
-    """Solution notebooks register primitives and rules (a notebook's own `badd`) and set
-    config: restore minijit's tables afterwards, so other tests in this worker see none."""
+    """Solution notebooks register primitives and rules (a notebook's own `badd`), set
+    config and switch in pieces of their own (`minijit.build`): restore minijit's tables
+    and pieces afterwards, so other tests in this worker see none."""
     import importlib
 
-    from minijit import config, core
+    from minijit import build, config, core
     from minijit.codegen import rules
 
     # the package attribute `minijit.passes.simplify` is the pass; the table is in its module
@@ -126,9 +127,13 @@ def _global_state_restored():
               core.REDUCTIONS]
     saved = ([dict(t) for t in tables], [set(g) for g in groups], dict(config._values),
              {k: list(v) for k, v in simplify_module.RULES.items()})
+    pieces = build.using()  # a solution switches its own pieces in (build.use)
     try:
         yield
     finally:
+        build.reset()
+        for name, fn in pieces.items():
+            build.use(name, fn, verify=False)
         for table, copy in zip(tables, saved[0]):
             table.clear()
             table.update(copy)

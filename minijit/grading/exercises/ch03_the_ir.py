@@ -1,4 +1,5 @@
-"""Chapter 03 (the IR): a shape rule of your own, and an int/float dtype bug.
+"""Chapter 03 (the IR): a shape rule of your own, an int/float dtype bug, and two pieces of
+minijit itself (the build track, `minijit.build`).
 
 - ``ex03_broadcast_rule`` (build): ``broadcast_binary_rule(x, y)``, the abstract-evaluation
   rule of a *broadcasting* binary primitive (minijit's own binary primitives are strict and
@@ -7,6 +8,15 @@
   output type from ``mj.make_jaxpr``.
 - ``ex03_dtype`` (int/float mixing): two functions whose integer accumulator silently
   truncates or fails to match the loop's float values; fixed with an explicit dtype.
+- ``ex03_eval_jaxpr`` (build): the interpreter ``eval_jaxpr(jaxpr, consts, *args)``. Each
+  case is one program of ``minijit.grading.programs``, run with the learner's function
+  switched in (``build.use``): called directly, through ``jit(backend="interpreter")``, and
+  eagerly (so ``cond``, ``while_loop`` and ``scan`` bodies run through it by their impl
+  rules); the outputs must equal minijit's own.
+- ``ex03_pp_jaxpr`` (build): the printer ``pp_jaxpr(jaxpr) -> str``, graded by ``str()`` of
+  each printable program's jaxpr with the learner's printer switched in. A program that
+  fits on one line must print exactly as minijit prints it; a longer one may be laid out
+  any way (one line, or minijit's layout): only the text between the white space is graded.
 """
 
 from __future__ import annotations
@@ -154,6 +164,142 @@ EXERCISES = [
             "TypeError": ("A loop carry keeps one dtype: an int initial value cannot hold "
                           "the float the body returns. Start it with an explicit float dtype, "
                           "e.g. mnp.zeros((), dtype=mnp.float64)."),
+        },
+    ),
+]
+
+
+# ------------------------------------------------------------------------ ex03_eval_jaxpr
+
+
+def probe_eval_program(ns, name, seed):
+    import minijit as mj
+    from minijit import build
+    from minijit.array import wrap
+    from minijit.grading.programs import PROGRAMS, make_args
+    from minijit.tree_util import tree_leaves
+
+    eval_jaxpr = get(ns, "eval_jaxpr")
+    fun = PROGRAMS[name][0]
+    args = make_args(name, seed)
+    closed = mj.make_jaxpr(fun)(*args)
+    leaves = [np.asarray(x, dtype=v.aval.dtype) for x, v in zip(args, closed.jaxpr.invars)]
+    with build.use("eval_jaxpr", eval_jaxpr, verify=False):
+        direct = eval_jaxpr(closed.jaxpr, closed.consts, *leaves)
+        jitted = tree_leaves(mj.jit(fun, backend="interpreter")(*args))
+        eager = tree_leaves(fun(*[wrap(a) if isinstance(a, np.ndarray) else a for a in args]))
+    if type(direct) not in (list, tuple):
+        raise TypeError(f"eval_jaxpr returned a {type(direct).__name__}, not a list")
+    return {"eval_jaxpr": [np.asarray(x) for x in direct],
+            "jit": [np.asarray(x) for x in jitted], "eager": [np.asarray(x) for x in eager]}
+
+
+def _reference_eval_jaxpr():
+    from minijit.interpret import reference_eval_jaxpr
+
+    return {"eval_jaxpr": reference_eval_jaxpr}
+
+
+_EVAL_PUBLIC = ("add_literal", "scale_shift", "two_outputs", "int_arith", "sum_axes", "cond",
+                "while_loop", "scan")
+
+
+def _eval_case(name: str, seed: int = 0) -> Case:
+    return Case(f"program {name}" + (f" (seed {seed})" if seed else ""), (name, seed),
+                probe=probe_eval_program)
+
+
+# ------------------------------------------------------------------------ ex03_pp_jaxpr
+
+
+def probe_print_program(ns, name):
+    import minijit as mj
+    from minijit import build
+    from minijit.grading.programs import PROGRAMS, make_args
+    from minijit.ir import reference_pp_jaxpr
+
+    pp_jaxpr = get(ns, "pp_jaxpr")
+    closed = mj.make_jaxpr(PROGRAMS[name][0])(*make_args(name, 0))
+    with build.use("pp_jaxpr", pp_jaxpr, verify=False):
+        text = pp_jaxpr(closed.jaxpr)
+        if str(closed) != text:  # what print(closed) shows: the same printer, called again
+            raise ValueError("print(jaxpr) shows other text than pp_jaxpr(jaxpr) returned: "
+                             "a printer must give the same text every time")
+    laid_out = reference_pp_jaxpr(closed.jaxpr)
+    if "\n" in laid_out:  # too long for one line: any layout of the same text will do
+        flat = reference_pp_jaxpr(closed.jaxpr, width=1 << 30)
+        if " ".join(text.split()) in (" ".join(flat.split()), " ".join(laid_out.split())):
+            return laid_out
+    return text
+
+
+def _reference_pp_jaxpr():
+    from minijit.ir import reference_pp_jaxpr
+
+    return {"pp_jaxpr": reference_pp_jaxpr}
+
+
+_NO_STR_INSIDE = ("str(jaxpr) and print(jaxpr) call the printer minijit uses, which after "
+                  "build.use is yours: inside pp_jaxpr, build the text of a sub-jaxpr "
+                  "yourself instead of calling str() on it.")
+_PP_PUBLIC = ("add_literal", "compare", "scale_shift", "int_arith", "cond", "unread_output")
+
+
+def _pp_cases(public: bool) -> tuple[Case, ...]:
+    from minijit.grading.programs import PRINTABLE
+
+    return tuple(Case(f"program {name}", (name,)) for name in PRINTABLE
+                 if (name in _PP_PUBLIC) == public)
+
+
+def _eval_hidden() -> tuple[Case, ...]:
+    from minijit.grading.programs import PROGRAMS
+
+    return (tuple(_eval_case(n) for n in PROGRAMS if n not in _EVAL_PUBLIC)
+            + tuple(_eval_case(n, seed=1) for n in _EVAL_PUBLIC))
+
+
+EXERCISES += [
+    Exercise(
+        id="ex03_eval_jaxpr", points=3, title="minijit's interpreter, eval_jaxpr",
+        chapter="03_the_ir", section="5. The interpreter",
+        hint=("Keep an environment from each Var to its value: bind constvars to consts and "
+              "invars to args, then for each equation read its inputs (a Lit is "
+              "np.asarray(lit.val, dtype=lit.aval.dtype)), call "
+              "impl_rules[eqn.primitive](*inputs, **eqn.params), which returns a list, and "
+              "bind each outvar to its output. Return a list with one array per outvar "
+              "(an outvar may be a Lit, or an input). Do not run sub-jaxprs yourself: the "
+              "impl rules of cond, while and scan do, by calling eval_jaxpr."),
+        probe=probe_eval_program,
+        reference=_reference_eval_jaxpr,
+        public=tuple(_eval_case(n) for n in _EVAL_PUBLIC),
+        hidden=_eval_hidden(),
+        error_hints={
+            "KeyError": ("A variable was read before anything bound it: bind the constvars "
+                         "and the invars before the first equation, each outvar after its "
+                         "equation, and read a Lit by its value, not from the environment."),
+            "PieceError": ("minijit ran your eval_jaxpr and it failed; the message names the "
+                           "equation. Remember that impl rules return a list of outputs."),
+        },
+    ),
+    Exercise(
+        id="ex03_pp_jaxpr", points=3, title="minijit's printer, pp_jaxpr",
+        chapter="03_the_ir", section="4. The printer",
+        hint=("Name Vars a, b, ..., z, ba, bb, ... the first time you meet them: constvars, "
+              "invars, then each equation's outvars (before its params, which may hold a "
+              "sub-jaxpr, named with the same names). Write binders as name:type "
+              "(aval.str_short()), an outvar that nothing reads as _:type, a literal as "
+              "repr(np.asarray(val, dtype).item()) + ':' + type, params sorted as "
+              "[k=v ...] (a dtype by its name, a jaxpr printed in place, a tuple of jaxprs as "
+              "( ... )), and end with in (a,) for one output."),
+        probe=probe_print_program,
+        reference=_reference_pp_jaxpr,
+        public=_pp_cases(public=True),
+        hidden=_pp_cases(public=False),
+        error_hints={
+            "RecursionError": _NO_STR_INSIDE,
+            "PieceError": ("minijit called your pp_jaxpr and it failed (the message says how). "
+                           + _NO_STR_INSIDE),
         },
     ),
 ]

@@ -1,0 +1,278 @@
+"""The build track (`minijit.build`): minijit running pieces a learner wrote.
+
+- the solution's pieces of `solutions/03_the_ir.ipynb`, switched in, run the whole catalogue
+  (`tests/catalogue.py`) with no disagreement with minijit's own;
+- a broken piece fails with an error that names it and `build.reset`, and reset restores;
+- a switch leaves no jit cache entry behind that was made before it;
+- switching while other threads run programs never gives them a wrong result.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from catalogue import PROGRAMS
+
+import minijit as mj
+import minijit.numpy as mnp
+from minijit import build, lax
+from minijit.array import wrap
+from minijit.grading import programs as graded
+from minijit.grading.cases import error_of
+from minijit.grading.checking import expected_value
+from minijit.grading.registry import default_exercises
+from minijit.interpret import reference_eval_jaxpr
+from minijit.ir import JaxprTypeError, pp_eqn_rules, reference_pp_jaxpr, subjaxprs
+from minijit.tree_util import tree_leaves, tree_map
+
+SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / "03_the_ir.ipynb"
+
+
+@pytest.fixture(autouse=True)
+def _reference_pieces():
+    build.reset()
+    yield
+    build.reset()
+
+
+def _solution_pieces() -> dict:
+    """`eval_jaxpr` and `pp_jaxpr` as the solution notebook defines them (its import cell
+    and the two exercise cells, nothing else)."""
+    cells = nbformat.read(SOLUTION, as_version=4).cells
+    sources = [c.source for c in cells if c.cell_type == "code"]
+    ns: dict = {"__name__": "solution"}
+    exec(compile(sources[0], str(SOLUTION), "exec"), ns)
+    for header in ("# EXERCISE ex03_eval_jaxpr", "# EXERCISE ex03_pp_jaxpr"):
+        (source,) = [s for s in sources if s.startswith(header)]
+        exec(compile(source, str(SOLUTION), "exec"), ns)
+    return {"eval_jaxpr": ns["eval_jaxpr"], "pp_jaxpr": ns["pp_jaxpr"]}
+
+
+def _dynamic_leaves(prog, args) -> list:
+    return tree_leaves(tuple(a for i, a in enumerate(args) if i not in prog.static_argnums))
+
+
+def _run_every_way(prog, args) -> list[np.ndarray]:
+    """`eval_jaxpr` of the traced program, `jit` on the interpreter, and eager evaluation."""
+    fn = prog.minijit_fn()
+    closed = mj.make_jaxpr(fn, static_argnums=prog.static_argnums)(*args)
+    with np.errstate(all="ignore"):
+        outs = list(mj.eval_jaxpr(closed.jaxpr, closed.consts, *_dynamic_leaves(prog, args)))
+        outs += tree_leaves(mj.jit(fn, static_argnums=prog.static_argnums,
+                                   backend="interpreter")(*args))
+        # eager arrays are mj.Arrays, as test_catalogue's eager run makes them
+        outs += tree_leaves(fn(*tree_map(lambda a: wrap(a) if isinstance(a, np.ndarray)
+                                         else a, args)))
+    return [np.asarray(o) for o in outs]
+
+
+def _custom_printed(jaxpr) -> bool:
+    return any(e.primitive in pp_eqn_rules or any(map(_custom_printed, subjaxprs(e)))
+               for e in jaxpr.eqns)
+
+
+def test_the_solution_runs_the_whole_catalogue():
+    pieces = _solution_pieces()
+    mismatches = []
+    for prog in PROGRAMS:
+        args = prog.make_args()
+        want = _run_every_way(prog, args)
+        with build.use("eval_jaxpr", pieces["eval_jaxpr"]):
+            assert build.using() == {"eval_jaxpr": pieces["eval_jaxpr"]}
+            got = _run_every_way(prog, args)
+        same = len(got) == len(want) and all(
+            g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w, equal_nan=True)
+            for g, w in zip(got, want))
+        if not same:
+            mismatches.append(prog.name)
+    assert not mismatches, (f"{len(PROGRAMS) - len(mismatches)}/{len(PROGRAMS)} programs "
+                            f"agree; they differ on {mismatches}")
+
+
+def test_the_solution_prints_the_catalogue_as_minijit_does():
+    pp_jaxpr = _solution_pieces()["pp_jaxpr"]
+    checked, mismatches = 0, []
+    for prog in PROGRAMS:
+        closed = mj.make_jaxpr(prog.minijit_fn(), static_argnums=prog.static_argnums)(
+            *prog.make_args())
+        if _custom_printed(closed.jaxpr):
+            continue  # dot_general, broadcast_in_dim and jit print by rules of their own
+        checked += 1
+        with build.use("pp_jaxpr", pp_jaxpr):
+            text = str(closed)
+        if text != reference_pp_jaxpr(closed.jaxpr):
+            mismatches.append(prog.name)
+    assert checked >= 40 and not mismatches, mismatches
+
+
+def test_the_graded_programs():
+    """Every graded program traces and runs; the printable ones print by the default rule."""
+    for name, (fun, _) in graded.PROGRAMS.items():
+        args = graded.make_args(name, 0)
+        closed = mj.make_jaxpr(fun)(*args)
+        assert reference_eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        assert _custom_printed(closed.jaxpr) == (name not in graded.PRINTABLE), name
+
+
+@pytest.mark.parametrize("ex_id", ["ex03_eval_jaxpr", "ex03_pp_jaxpr"])
+def test_every_graded_program_runs_on_the_reference(ex_id):
+    """No case of a build exercise expects an error: each one is a program that works."""
+    ex = default_exercises()[ex_id]
+    for key, case, _ in ex.cases():
+        assert error_of(expected_value(ex, key, case)) is None, case.name
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def _broken(jaxpr, consts, *args):
+    raise ZeroDivisionError("boom")
+
+
+def _cond_program(x):
+    return lax.cond(mnp.sum(x) > 0, lambda v: v * 2.0, lambda v: -v, x)
+
+
+def test_a_broken_piece_names_itself_and_reset_restores():
+    x = np.arange(3.0)
+    closed = mj.make_jaxpr(_cond_program)(x)
+    build.use("eval_jaxpr", _broken, verify=False)
+    assert build.using() == {"eval_jaxpr": _broken}
+    for run in (lambda: mj.eval_jaxpr(closed.jaxpr, closed.consts, x),
+                lambda: mj.jit(_cond_program, backend="interpreter")(x),
+                lambda: _cond_program(x)):  # eagerly: cond's impl rule calls eval_jaxpr
+        with pytest.raises(build.PieceError, match=r"your eval_jaxpr .* raised "
+                           r"ZeroDivisionError: boom[\s\S]*build\.reset\('eval_jaxpr'\)") as e:
+            run()
+        assert isinstance(e.value.__cause__, ZeroDivisionError)
+        assert e.value.piece == "eval_jaxpr"
+    build.reset("eval_jaxpr")
+    assert build.using() == {}
+    np.testing.assert_array_equal(mj.jit(_cond_program, backend="interpreter")(x), 2 * x)
+    np.testing.assert_array_equal(_cond_program(x), 2 * x)
+
+
+def test_a_wrong_result_is_caught_where_it_is_made():
+    x = np.arange(3.0)
+    closed = mj.make_jaxpr(lambda v: (v + 1.0, v * 2.0))(x)
+    build.use("eval_jaxpr", lambda j, c, *a: reference_eval_jaxpr(j, c, *a)[:1], verify=False)
+    with pytest.raises(build.PieceError, match="returned 1 values for a jaxpr with 2 outputs"):
+        mj.eval_jaxpr(closed.jaxpr, closed.consts, x)
+    build.use("eval_jaxpr", lambda j, c, *a: [o.astype(np.float32) for o in
+                                              reference_eval_jaxpr(j, c, *a)], verify=False)
+    with pytest.raises(build.PieceError, match=r"float32\[3\] as output 0, where the jaxpr "
+                                               r"says f64\[3\]"):
+        mj.eval_jaxpr(closed.jaxpr, closed.consts, x)
+    build.use("pp_jaxpr", lambda j: None, verify=False)
+    with pytest.raises(build.PieceError, match="pp_jaxpr .* returned a NoneType"):
+        str(closed)
+
+
+def test_verify_keeps_minijits_own_piece(capsys):
+    switch = build.use("eval_jaxpr", _broken)  # verify=True is the default
+    assert build.using() == {}
+    assert "minijit keeps its own eval_jaxpr" in capsys.readouterr().err
+    assert repr(switch) == "<minijit runs its own eval_jaxpr>"
+    build.use("pp_jaxpr", lambda j: "{ lambda ; . let in () }")  # wrong text: refused too
+    assert build.using() == {}
+    assert "printed '{ lambda" in capsys.readouterr().err
+
+
+def test_a_broken_printer_leaves_minijits_own_messages_alone():
+    build.use("pp_jaxpr", lambda j: 1 / 0, verify=False)
+    f64 = mj.ShapedArray((3,), np.float64)
+    u, out = mj.Var(f64), mj.Var(mj.ShapedArray((4,), np.float64))
+    from minijit import primitives as P
+
+    bad = mj.Jaxpr((), (u,), (mj.Eqn(P.neg_p, (u,), (out,)),), (out,))
+    with pytest.raises(JaxprTypeError, match="in `b:f64\\[4\\] = neg a`"):
+        mj.typecheck_jaxpr(bad)
+
+
+def test_the_with_form_switches_back_even_on_an_error():
+    mine = _solution_pieces()["eval_jaxpr"]
+    with pytest.raises(KeyError), build.use("eval_jaxpr", mine):
+        assert build.using() == {"eval_jaxpr": mine}
+        raise KeyError("inside the block")
+    assert build.using() == {}
+    with pytest.raises(KeyError, match="no build piece named 'eval'"):
+        build.use("eval", mine)
+    with pytest.raises(TypeError, match="needs a function"):
+        build.use("eval_jaxpr", "not a function")
+
+
+# --------------------------------------------------------------------------- caches
+
+
+def test_a_switch_leaves_no_stale_cache_entries():
+    """An entry made before a switch may hold the old piece's work: it is never used after."""
+    x = np.arange(3.0)
+    f = mj.jit(lambda v: v * 2.0, backend="interpreter")
+    f(x), f(x)  # traced once, then served from the fast path
+    assert (f.trace_count, f._cache_size()) == (1, 1)
+    calls = []
+
+    def counting(jaxpr, consts, *args):
+        calls.append(jaxpr)
+        return reference_eval_jaxpr(jaxpr, consts, *args)
+
+    build.use("eval_jaxpr", counting)
+    assert f._cache_size() == 0  # the entry from before the switch is gone
+    calls.clear()
+    np.testing.assert_array_equal(f(x), 2 * x)
+    assert f.trace_count == 2 and len(calls) == 1  # traced again, and run by the new piece
+    np.testing.assert_array_equal(f(x), 2 * x)  # now cached (fast path) under this piece
+    assert f.trace_count == 2 and len(calls) == 2
+    assert "minijit.build" in f.cache_misses[-1]
+    build.reset()
+    np.testing.assert_array_equal(f(x), 2 * x)
+    assert f.trace_count == 3 and len(calls) == 2
+
+
+def test_an_entry_compiled_across_a_switch_is_not_kept():
+    """A switch while a function compiles (here: from inside its own trace, as another thread
+    could) means the entry may mix two pieces' work: it serves that call and is dropped."""
+    x = np.arange(3.0)
+
+    def switches_while_traced(v):
+        build.use("eval_jaxpr", reference_eval_jaxpr)  # any switch starts a new generation
+        return v + 1.0
+
+    f = mj.jit(switches_while_traced, backend="interpreter")
+    np.testing.assert_array_equal(f(x), x + 1.0)
+    assert f._cache_size() == 0
+    f(x)
+    assert f.trace_count == 2
+
+
+def test_switching_while_other_threads_run():
+    """Each call sees one whole piece, the old or the new one, never a broken mix."""
+    mine = _solution_pieces()["eval_jaxpr"]
+    x = np.arange(4.0)
+    closed = mj.make_jaxpr(_cond_program)(x)
+    f = mj.jit(_cond_program, backend="interpreter")
+    errors: list = []
+    stop = threading.Event()
+
+    def worker():
+        try:
+            while not stop.is_set():
+                np.testing.assert_array_equal(mj.eval_jaxpr(closed.jaxpr, (), x)[0], 2 * x)
+                np.testing.assert_array_equal(f(x), 2 * x)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for _ in range(200):
+        build.use("eval_jaxpr", mine, verify=False)
+        build.reset()
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
