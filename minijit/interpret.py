@@ -29,8 +29,10 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
     Every caller in minijit (`mj.eval_jaxpr`, the interpreter backend, the impl rules of
     `cond`, `while`, `scan` and nested `jit`) comes through here, which runs the build
     track's current piece: `reference_eval_jaxpr` below, or yours after
-    `build.use("eval_jaxpr", ...)` (see `minijit/build.py`)."""
-    return build.call("eval_jaxpr", jaxpr, consts, *args)
+    `build.use("eval_jaxpr", ...)` (see `minijit/build.py`). A piece of yours may return
+    anything `np.asarray` takes, of the right shapes and dtypes; callers get arrays."""
+    outs = build.call("eval_jaxpr", jaxpr, consts, *args)
+    return outs if build.is_reference("eval_jaxpr") else [np.asarray(o) for o in outs]
 
 
 def reference_eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:

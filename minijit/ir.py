@@ -291,7 +291,8 @@ def _check_text(text, jaxpr: Jaxpr) -> str | None:
 
 
 def _selftest(pp_jaxpr) -> str | None:
-    """Print `{ lambda a:f64[3]; b:f64[3]. let c:f64[3] = mul b 2.0:f64[]; ... }` (one line)."""
+    """Print `{ lambda a:f64[3]; b:f64[3]. let c:f64[3] = mul b 2.0:f64[]; ... }`: the text
+    must be minijit's, laid out as minijit does or on one line (as ex03_pp_jaxpr grades)."""
     f64, scalar = ShapedArray((3,), np.dtype(np.float64)), ShapedArray((), np.dtype(np.float64))
     a, b, c, d = Var(f64), Var(f64), Var(f64), Var(scalar)
     eqns = (Eqn(Primitive("mul"), (b, Lit(2.0, scalar)), (c,)),
@@ -299,7 +300,8 @@ def _selftest(pp_jaxpr) -> str | None:
     jaxpr = Jaxpr((a,), (b,), eqns, (d, a))
     text, want = pp_jaxpr(jaxpr), reference_pp_jaxpr(jaxpr)
     problem = _check_text(text, jaxpr)
-    if problem is None and text != want:
+    words = {" ".join(want.split()), " ".join(reference_pp_jaxpr(jaxpr, 1 << 30).split())}
+    if problem is None and " ".join(text.split()) not in words:
         problem = f"printed {text!r} where minijit prints {want!r}"
     return problem
 

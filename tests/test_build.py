@@ -172,6 +172,16 @@ def test_a_wrong_result_is_caught_where_it_is_made():
         str(closed)
 
 
+def test_a_piece_may_return_scalars_and_callers_get_arrays():
+    closed = mj.make_jaxpr(lambda v: (mnp.sum(v), v * 2.0))(np.arange(3.0))
+    build.use("eval_jaxpr", lambda j, c, *a: tuple(
+        o.item() if o.ndim == 0 else o for o in reference_eval_jaxpr(j, c, *a)))
+    assert build.using()  # it passed the small example, so it is switched in
+    total, doubled = mj.eval_jaxpr(closed.jaxpr, closed.consts, np.arange(3.0))
+    assert isinstance(total, np.ndarray) and total == 3.0
+    np.testing.assert_array_equal(doubled, [0.0, 2.0, 4.0])
+
+
 def test_verify_keeps_minijits_own_piece(capsys):
     switch = build.use("eval_jaxpr", _broken)  # verify=True is the default
     assert build.using() == {}
@@ -180,6 +190,9 @@ def test_verify_keeps_minijits_own_piece(capsys):
     build.use("pp_jaxpr", lambda j: "{ lambda ; . let in () }")  # wrong text: refused too
     assert build.using() == {}
     assert "printed '{ lambda" in capsys.readouterr().err
+    one_line = lambda j: reference_pp_jaxpr(j, 1 << 30)  # noqa: E731 - minijit's text, flat
+    build.use("pp_jaxpr", one_line)  # the layout is free, as ex03_pp_jaxpr grades it
+    assert build.using() == {"pp_jaxpr": one_line}
 
 
 def test_a_broken_printer_leaves_minijits_own_messages_alone():
