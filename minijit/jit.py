@@ -153,6 +153,18 @@ class Cache:
 
 # fun -> {jit options: Cache}; weak, so a cache dies with its function.
 _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _forget_fast_paths() -> None:
+    """After a `build` switch no fast path may answer: the next call of every jitted function
+    takes the slow path, which drops the entries made before the switch (`drop_stale`)."""
+    for per_fun in list(_caches.values()):
+        for cache in list(per_fun.values()):
+            cache.fast.clear()
+
+
+build.on_switch(_forget_fast_paths)
+
 # code object -> "file:line" of the first function object traced with that code
 _seen_code: dict[Any, str] = {}
 # arrays whose buffers were donated, by id: using them again raises
@@ -214,8 +226,7 @@ class JitFunction:
             # While any thread is inside `with disable_jit():`, calls take the slow path,
             # which reads this thread's own setting.
             if self._fast_ok and not kwargs and len(trace_state.stack) == 1 and not (
-                    self._cache.generation != build.generation()
-                    or _donated_any[0] or _config_values["disable_jit"]
+                    _donated_any[0] or _config_values["disable_jit"]
                     or _overrides_open["disable_jit"] or _config_values["debug_nans"]
                     or _overrides_open["debug_nans"]):
                 entry = self._cache.fast.get(_fast_key(args))
