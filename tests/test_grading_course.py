@@ -5,7 +5,9 @@
 - every EXERCISE header matches a registered exercise with the same points, and back;
 - every probe runs the same when shipped to a kernel as source (the self-containment rule)
   as when called directly: checked in-process, without kernels;
-- in-notebook ``check()`` passes every public case on the solutions;
+- in-notebook ``check()`` passes every public case on the solutions, and its hints come in
+  tiers: an untouched stub shows the section only, the first failed check the pitfall, the
+  code-level hint later (or when asked for); the pitfall never quotes the solution;
 - through the real grader: solutions score full marks, untouched exercises zero.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,11 +23,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minijit.grading.cases import compare, probe_source
+from minijit.grading.cases import CODE, PITFALL, SECTION, Hint, as_hint, compare, probe_source
 from minijit.grading.channel import ProbeCall, expression, parse_reply, user_expression_key
-from minijit.grading.checking import expected_value, run_public_cases
+from minijit.grading.checking import expected_value, reset_attempts, run_public_cases
 from minijit.grading.gradebook import grade
-from minijit.grading.notebook import exercise_headers
+from minijit.grading.notebook import BEGIN, END, exercise_headers
 from minijit.grading.registry import COURSE_MODULES, load_exercises
 from minijit.grading.runner import Limits
 
@@ -51,19 +54,48 @@ def test_headers_match_the_registry():
 
 
 def _headings(chapter: str) -> list[str]:
+    """The section headings (``## ...``, ``### ...``) of a chapter's markdown cells, outside
+    code fences; not its title (a hint must point at a section, not at the whole chapter)."""
     nb = nbformat.read(REPO / "chapters" / f"{chapter}.ipynb", as_version=4)
-    return [line.lstrip("#").strip() for cell in nb.cells if cell.cell_type == "markdown"
-            for line in cell.source.splitlines() if line.startswith("#")]
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        fenced = False
+        for line in cell.source.splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif not fenced and re.match(r"#{2,6} ", line):
+                out.append(line.lstrip("#").strip())
+    return out
+
+
+def _hint_texts(ex) -> list[str]:
+    """Every hint text of an exercise: its own tiers, its cases' and its error hints'."""
+    hints = [as_hint(ex.hint)] + [as_hint(h) for h in ex.error_hints.values()]
+    hints += [as_hint(c.hint) for c in ex.public + ex.hidden if c.hint]
+    return [text for h in hints for text in (h.pitfall, h.code) if text]
 
 
 @pytest.mark.parametrize("ex_id", sorted(EXERCISES))
 def test_hints_name_a_real_section_of_the_chapter(ex_id):
-    """A hint says "Reread chapters/NN.ipynb, section X": X must be one of its headings."""
+    """A hint says "Reread chapters/NN.ipynb, section X": X must be one of its section
+    headings. References inside hint texts count too: a quoted heading (\u201c2. ...\u201d)
+    must be a heading of some chapter, and "section N" must be a numbered section of the
+    exercise's chapter (unless the text names another chapter)."""
     ex = EXERCISES[ex_id]
     headings = _headings(ex.chapter)
     assert ex.section in headings, (
         f"{ex_id} points at section {ex.section!r} of {ex.chapter}, whose headings are "
         f"{headings}")
+    every = {h for c in sorted((REPO / "chapters").glob("*.ipynb")) for h in _headings(c.stem)}
+    numbers = {h.split(".", 1)[0] for h in headings if re.match(r"\d+\. ", h)}
+    for text in _hint_texts(ex):
+        for quoted in re.findall("\u201c(\\d+\\. .*?)\u201d", text):
+            assert quoted in every, f"{ex_id}: hint names a section {quoted!r} that no chapter has"
+        if not re.search(r"[Cc]hapter \d\d", text):
+            for n in re.findall(r"[Ss]ection (\d+)", text):
+                assert n in numbers, f"{ex_id}: hint names section {n} of {ex.chapter}: {text}"
 
 
 def test_course_covers_the_pitfalls_and_builds():
@@ -157,6 +189,125 @@ def test_check_passes_on_solutions(path):
             assert "<table>" in report._repr_html_()
 
 
+def _exercise_namespace(path: Path) -> dict:
+    """Execute an exercise notebook's code cells in-process, as a learner who has not started
+    would: every cell runs, the stubs' cells raise (and are passed over)."""
+    ns: dict = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                try:
+                    exec(compile(cell.source, str(path), "exec"), ns)
+                except Exception:  # noqa: BLE001 - a stub, or a cell that needs one
+                    pass
+    return ns
+
+
+def _rendered(report) -> str:
+    return str(report) + "\n" + report._repr_html_()
+
+
+def _visible(text: str, rendered: str) -> bool:
+    """Whether ``text`` shows in the text or HTML rendering (the HTML escapes it)."""
+    import html
+
+    return text in rendered or html.escape(text) in rendered
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_untouched_stubs_show_only_the_section(path):
+    """check() on an untouched exercise names the section to read, and no pitfall or code
+    hint, however often it is run; hint=True then shows every tier."""
+    exercise_path = REPO / "exercises" / path.name
+    with _global_state_restored():
+        ns = _exercise_namespace(exercise_path)
+        for h in exercise_headers(nbformat.read(exercise_path, as_version=4)):
+            ex = EXERCISES[h.id]
+            reset_attempts(ex.id)
+            try:
+                for _ in range(3):
+                    report = run_public_cases(ex, ns, count=True)
+                    assert not report.attempted and report.tier == SECTION, str(report)
+                    shown = _rendered(report)
+                    assert _visible(ex.section, shown), shown
+                    for text in _hint_texts(ex):
+                        assert not _visible(text, shown), (ex.id, text)
+                asked = _rendered(run_public_cases(ex, ns, hint=True))
+                code = as_hint(ex.hint).code
+                if code:
+                    assert _visible(code, asked), asked
+            finally:
+                reset_attempts(ex.id)
+
+
+def _wrong_namespace(ex) -> dict:
+    """A failed attempt: every name the exercise asks for, bound to something wrong."""
+    return {name: (lambda *args, **kwargs: None) for name in ex.reference()}
+
+
+@pytest.mark.parametrize("ex_id", sorted(EXERCISES))
+def test_hint_tiers_come_in_order(ex_id):
+    """Section, then the pitfall on the first failed check, then the code-level hint on the
+    second (or when asked for); never code before a failed attempt."""
+    ex = EXERCISES[ex_id]
+    hint = as_hint(ex.hint)
+    if ex.chapter not in ("03_the_ir", "07_the_optimizer"):  # their authors' choice
+        assert isinstance(ex.hint, Hint) and hint.code, f"{ex_id} has no code-level tier"
+    wrong = _wrong_namespace(ex)
+    reset_attempts(ex_id)
+    try:
+        first = run_public_cases(ex, wrong, count=True)
+        assert first.attempted and first.tier == PITFALL, str(first)
+        rows = [r for r in first.rows if not r.passed]
+        assert rows and all(set(r.hints) == {SECTION, PITFALL} for r in rows), str(first)
+        assert "Reread" in str(first) and _visible(ex.section, _rendered(first))
+        if hint.code:
+            assert not _visible(hint.code, _rendered(first))
+            assert "hint=True" in str(first)
+        second = run_public_cases(ex, wrong, count=True)
+        assert second.tier == CODE
+        if hint.code:
+            assert _visible(hint.code, _rendered(second)), str(second)
+        reset_attempts(ex_id)
+        asked = run_public_cases(ex, wrong, hint=True)
+        assert asked.tier == CODE
+        if hint.code:
+            assert _visible(hint.code, _rendered(asked))
+    finally:
+        reset_attempts(ex_id)
+
+
+def _solution_lines(path: Path) -> dict[str, list[str]]:
+    """The lines between the solution markers, by exercise id, without whitespace."""
+    out: dict[str, list[str]] = {}
+    for h in exercise_headers(nbformat.read(path, as_version=4)):
+        source = nbformat.read(path, as_version=4).cells[h.cell_index].source
+        inside = False
+        for line in source.splitlines():
+            if line.strip() in (BEGIN, END):
+                inside = line.strip() == BEGIN
+            elif inside:
+                out.setdefault(h.id, []).append("".join(line.split()))
+    return out
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_pitfall_hints_do_not_quote_the_solution(path):
+    """What shows after one failed attempt (and in the gradebook's feedback) names the
+    pitfall; it never contains a line of the solution (exercises with tiered hints)."""
+    for ex_id, lines in _solution_lines(path).items():
+        ex = EXERCISES[ex_id]
+        if not isinstance(ex.hint, Hint):  # untiered: no code tier to move code into
+            continue
+        hints = [as_hint(ex.hint)] + [as_hint(h) for h in ex.error_hints.values()]
+        hints += [as_hint(c.hint) for c in ex.public + ex.hidden if c.hint]
+        pitfalls = ["".join(h.pitfall.split()) for h in hints]
+        for line in lines:
+            if len(line) >= 16 and not line.startswith("#"):
+                for text in pitfalls:
+                    assert line not in text, f"{ex_id}'s pitfall hint quotes its solution"
+
+
 @pytest.mark.slow
 def test_solutions_full_marks_exercises_zero(tmp_path):
     """Each chapter as an instructor grades it: its solution and its untouched exercise."""
@@ -181,8 +332,14 @@ def test_solutions_full_marks_exercises_zero(tmp_path):
         if "not attempted" not in exercise.detail:
             problems.append(f"{path.stem} exercise: {exercise.detail}")
         feedback = (subs / "feedback" / "exercise.md").read_text()
-        if "NotImplementedError" not in feedback or "Hint:" not in feedback:
+        if "NotImplementedError" not in feedback or "Hint: Reread" not in feedback:
             problems.append(f"{path.stem} exercise feedback:\n{feedback}")
+        # the untouched exercise's feedback names the section only; a failed attempt's
+        # feedback (the solution's, never failing) would add the pitfall, never the code
+        for sc in exercise.scores.values():
+            for text in _hint_texts(sc.exercise):
+                if text in feedback:
+                    problems.append(f"{path.stem}: untouched feedback shows a hint: {text}")
     assert not problems, "\n".join(problems)
 
 

@@ -291,6 +291,88 @@ def test_check_error_hint_names_the_pitfall():
     assert "Divide by the number of elements" in str(report)
 
 
+def _tiered() -> Exercise:
+    from dataclasses import replace
+
+    from minijit.grading.cases import Hint
+
+    return replace(_demo("ex00_add"), id="ex00_tiered",
+                   hint=Hint("Add, do not subtract.", code="return a + b"),
+                   error_hints={"ZeroDivisionError": "Nothing to divide here."})
+
+
+def test_check_hint_tiers():
+    """Untouched: the section only; first failed check: the pitfall; second, or hint=True:
+    the code as well. An untouched stub does not count as a failed check."""
+    from minijit.grading.checking import reset_attempts
+
+    ex = _tiered()
+
+    def stub(a, b):
+        raise NotImplementedError("ex00_tiered: replace this line with your solution")
+
+    reset_attempts()
+    try:
+        for ns in ({}, {"add": stub}, {"add": stub}):
+            report = run_public_cases(ex, ns, count=True)
+            text, html = str(report), report._repr_html_()
+            assert report.tier == "section" and not report.attempted
+            assert "Not attempted yet" in text and "\u201cAdding\u201d" in text
+            assert "Add, do not" not in text + html and "a + b" not in text + html
+        wrong = {"add": lambda a, b: a - b}
+        first = run_public_cases(ex, wrong, count=True)
+        text, html = str(first), first._repr_html_()
+        assert first.tier == "pitfall" and "hint:     Add, do not subtract." in text
+        assert "a + b" not in text + html and 'check("ex00_tiered", hint=True)' in text
+        assert text.index("hint:") < text.index("Reread chapters/00_demo.ipynb")
+        second = run_public_cases(ex, wrong, count=True)
+        text, html = str(second), second._repr_html_()
+        assert second.tier == "code" and "code:     return a + b" in text
+        assert "<b>Code hint:</b> return a + b" in html and "hint=True" not in text
+        assert text.index("hint:") < text.index("code:")
+        reset_attempts("ex00_tiered")
+        asked = run_public_cases(ex, {"add": stub}, hint=True)
+        assert asked.tier == "code" and "return a + b" in str(asked)
+        raised = run_public_cases(ex, {"add": lambda a, b: 1 // 0}, count=True)
+        assert "Nothing to divide here." in str(raised) and "return a + b" not in str(raised)
+        assert run_public_cases(ex, {"add": lambda a, b: a + b}, count=True).tier is None
+    finally:
+        reset_attempts()
+
+
+def test_plain_string_hints_are_the_pitfall_tier():
+    from minijit.grading.cases import as_hint
+
+    ex = _demo("ex00_add")
+    case = ex.public[0]
+    assert as_hint(ex.hint).pitfall == ex.hint and as_hint(ex.hint).code is None
+    tiers = ex.hint_tiers(case, None)
+    assert list(tiers) == ["section", "pitfall"]
+    reread = "Reread chapters/00_demo.ipynb, section \u201cAdding\u201d."
+    assert ex.hint_for(case) == f"{ex.hint} {reread}"
+    assert ex.hint_for(case, tier="section") == reread
+    assert "return a + b" in _tiered().hint_for(case, tier="code")
+
+
+def test_feedback_shows_the_section_or_the_pitfall_never_code():
+    from pathlib import Path
+
+    from minijit.grading.gradebook import feedback_markdown
+    from minijit.grading.runner import RunResult
+    from minijit.grading.scoring import build_plan, make_row
+
+    ex = _tiered()
+    plan = build_plan([ex])
+    stub = {"__error__": {"type": "NotImplementedError", "line": "",
+                          "message": "ex00_tiered: replace this line with your solution"}}
+    wrong = {"__array__": {"shape": [], "dtype": "float64", "data": -1.0}}
+    for got, shows, hides in ((stub, "Hint: Reread", "Add, do not"),
+                              (wrong, "Hint: Add, do not subtract. Reread", "a + b")):
+        run = RunResult(results={key: got for key in plan.cases}, outcome={ex.id: "ran"})
+        text = feedback_markdown(make_row("s", Path("s.ipynb"), plan, run))
+        assert shows in text and hides not in text, text
+
+
 def test_check_uses_callers_globals(monkeypatch):
     monkeypatch.setenv("MINIJIT_GRADING_EXERCISES", DEMO)
     from minijit.grading import registry

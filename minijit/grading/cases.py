@@ -4,6 +4,12 @@ An :class:`Exercise` names what the learner must define, what it is worth, where
 course to reread, and two lists of :class:`Case`: public ones (``check()`` shows them) and
 hidden ones (only the grader runs them; feedback reports how many passed, never which).
 
+Hints come in three tiers, shown one after another (see :mod:`minijit.grading.checking`):
+the *section* of the chapter to reread (from ``Exercise.section``), the *pitfall* (what
+usually goes wrong, in words: ``Hint.pitfall``, a case's own hint, or the raised error's
+entry in ``error_hints``), and the *code* hint (an API call or a shape of the fix, never the
+solution: ``Hint.code``). A plain string where a :class:`Hint` is expected is the pitfall.
+
 A case is a probe (see :mod:`minijit.grading.probing`) plus JSON-able arguments. Its
 expected value is the same probe run against the exercise's *reference* namespace in a
 trusted process, or a literal stored on the case. :func:`compare` then decides, on plain
@@ -23,6 +29,43 @@ from typing import Any
 Probe = Callable[..., Any]
 
 _MISSING: Any = object()
+
+# The hint tiers, in the order a learner sees them.
+SECTION, PITFALL, CODE = "section", "pitfall", "code"
+HINT_TIERS = (SECTION, PITFALL, CODE)
+
+# What a probe reports when the learner has not attempted the exercise yet: the stub's
+# own NotImplementedError (also when another error wraps it: its message is STUB_MESSAGE,
+# written by minijit.grading.notebook), or a name that was never defined (the cell did not
+# run; the message is the one ``probing.get`` writes).
+STUB_MESSAGE = "replace this line with your solution"
+_NOT_DEFINED = "run the exercise cell"
+
+
+@dataclass(frozen=True)
+class Hint:
+    """The pitfall (in words) and, optionally, a code-level hint shown only later."""
+
+    pitfall: str
+    code: str | None = None
+
+
+def as_hint(value: str | Hint | None) -> Hint | None:
+    """A plain string is the pitfall tier; ``None`` stays ``None``."""
+    if value is None or isinstance(value, Hint):
+        return value
+    return Hint(str(value))
+
+
+def not_attempted(got: Any) -> bool:
+    """True when a probe result says the exercise was not attempted: the stub's
+    ``NotImplementedError``, or the names it must define are undefined."""
+    err = error_of(got)
+    if err is None:
+        return False
+    if err.get("type") == "NotImplementedError" or STUB_MESSAGE in err.get("message", ""):
+        return True
+    return err.get("type") == "NameError" and _NOT_DEFINED in err.get("message", "")
 
 
 @dataclass(frozen=True)
@@ -52,7 +95,9 @@ class Exercise:
 
     ``reference`` returns the namespace of a correct solution (the names the learner must
     define); it is only ever called in a trusted process. ``error_hints`` maps the name of
-    an exception class raised by the learner's code to the hint for that pitfall.
+    an exception class raised by the learner's code to the hint for that pitfall (a string,
+    or a :class:`Hint` with its own code tier). ``hint`` is a :class:`Hint` or a string (the
+    pitfall tier only); ``section`` is the first tier, a heading of the chapter.
     """
 
     id: str
@@ -60,7 +105,7 @@ class Exercise:
     title: str
     chapter: str
     section: str
-    hint: str
+    hint: str | Hint
     probe: Probe
     reference: Callable[[], Mapping[str, Any]]
     public: tuple[Case, ...]
@@ -77,14 +122,40 @@ class Exercise:
     def probe_for(self, case: Case) -> Probe:
         return case.probe or self.probe
 
-    def hint_for(self, case: Case, got: Any = None) -> str:
-        """The hint for a failed case: the raised error's pitfall first, then the case's."""
+    def hint_tiers(self, case: Case, got: Any = None) -> dict[str, str]:
+        """Every tier of the hint for a failed case, as ``{tier: text}`` in tier order.
+
+        The pitfall is the raised error's entry in ``error_hints`` first, then the case's
+        hint, then the exercise's; the code tier comes from the same place, or else from the
+        exercise's hint (absent when none has one).
+        """
         err = error_of(got)
+        chosen = None
         if err is not None and err.get("type") in self.error_hints:
-            text = self.error_hints[err["type"]]
-        else:
-            text = case.hint or self.hint
-        return f"{text} Reread chapters/{self.chapter}.ipynb, section \u201c{self.section}\u201d."
+            chosen = as_hint(self.error_hints[err["type"]])
+        own = as_hint(case.hint) or as_hint(self.hint)
+        chosen = chosen or own
+        tiers = {SECTION: f"chapters/{self.chapter}.ipynb, section \u201c{self.section}\u201d",
+                 PITFALL: chosen.pitfall}
+        code = chosen.code or own.code or as_hint(self.hint).code
+        if code:
+            tiers[CODE] = code
+        return tiers
+
+    def hint_for(self, case: Case, got: Any = None, tier: str = PITFALL) -> str:
+        """The hint for a failed case in one line, up to ``tier`` (the gradebook's form).
+
+        ``section``: where to reread only; ``pitfall`` (the default): the pitfall, then
+        where to reread; ``code``: the pitfall, the code hint, then where to reread.
+        """
+        tiers = self.hint_tiers(case, got)
+        reread = f"Reread {tiers[SECTION]}."
+        if tier == SECTION:
+            return reread
+        parts = [tiers[PITFALL]]
+        if tier == CODE and CODE in tiers:
+            parts.append(tiers[CODE])
+        return " ".join(parts + [reread])
 
 
 def raises(error_type: str) -> dict:

@@ -1,13 +1,25 @@
 """``check("ex04_static_args")``: instant feedback in the learner's notebook.
 
 Runs the exercise's *public* cases in the learner's own kernel, against the notebook's
-globals, and shows one row per case: pass or fail, expected vs got, and for a failure a hint
-that names the pitfall and the chapter section to reread. The expected values come from the
+globals, and shows one row per case: pass or fail, expected vs got, and for a failure a hint.
+The expected values come from the
 exercise's reference solution, run here too; that is fine because this is the learner's own
 feedback, not a grade. Grades come from the batch grader, which runs the same probes in an
 isolated kernel and compares outside it (see :mod:`minijit.grading.runner`).
 
 The result renders as an HTML table in Jupyter and as plain text elsewhere.
+
+Hints come in tiers (:data:`~minijit.grading.cases.HINT_TIERS`), so that a learner thinks
+before reading code:
+
+- **not attempted yet** (a stub still raises ``NotImplementedError``, or a name it must
+  define is undefined): only the *section* of the chapter to read;
+- **the first failed check** of an exercise in this session: the section and the *pitfall*;
+- **the second and later failed checks**, or ``check("exNN_name", hint=True)``: the *code*
+  hint as well.
+
+The count of failed checks lives in this process (one per kernel: a restart starts over);
+:func:`reset_attempts` empties it.
 
 (The module is ``checking``, not ``check``: a submodule named like the function would replace
 ``minijit.grading.check`` the moment it is imported.)
@@ -25,13 +37,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .cases import Case, Exercise, compare, describe
+from .cases import CODE, PITFALL, SECTION, Case, Exercise, compare, describe, not_attempted
 from .probing import run_probe
 
 GRADING_ENV = "MINIJIT_GRADING"
 
 # Expected values of public cases, computed once per process from the reference.
 _expected_cache: dict[str, Any] = {}
+# Failed (attempted) checks per exercise id in this session: the code tier shows from the
+# second one on.
+_failed_checks: dict[str, int] = {}
+CODE_AFTER_FAILED_CHECKS = 2
+
+
+def reset_attempts(exercise_id: str | None = None) -> None:
+    """Forget the failed checks of one exercise (or all): its hints start over."""
+    if exercise_id is None:
+        _failed_checks.clear()
+    else:
+        _failed_checks.pop(exercise_id, None)
 
 
 @dataclass(frozen=True)
@@ -41,15 +65,28 @@ class CaseRow:
     expected: Any
     got: Any
     reason: str | None
-    hint: str | None
+    hints: Mapping[str, str]  # the tiers shown for this row (empty when it passed)
+
+    @property
+    def hint(self) -> str | None:
+        """The pitfall and code tiers shown, in one string (``None`` when there are none)."""
+        shown = [self.hints[t] for t in (PITFALL, CODE) if t in self.hints]
+        return " ".join(shown) or None
 
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The outcome of ``check()``: one row per public case."""
+    """The outcome of ``check()``: one row per public case, and the hint tier reached.
+
+    ``tier`` is the last hint tier shown (``section``, ``pitfall`` or ``code``), or
+    ``None`` when every case passed; ``attempted`` is false while the stub is untouched.
+    """
 
     exercise: Exercise
     rows: tuple[CaseRow, ...]
+    tier: str | None = None
+    attempted: bool = True
+    code_withheld: bool = False
 
     @property
     def passed(self) -> int:
@@ -75,9 +112,27 @@ class CheckReport:
                 lines.append(f"      got:      {describe(r.got)}")
                 if r.reason:
                     lines.append(f"      why:      {r.reason}")
-                if r.hint:
-                    lines.append(f"      hint:     {r.hint}")
+                if PITFALL in r.hints:
+                    lines.append(f"      hint:     {r.hints[PITFALL]}")
+                if CODE in r.hints:
+                    lines.append(f"      code:     {r.hints[CODE]}")
+        lines += [f"  {line}" for line in self._footer()]
         return "\n".join(lines)
+
+    def _footer(self) -> list[str]:
+        """Where to read, and what the next hint tier takes (nothing when all pass)."""
+        if self.tier is None:
+            return []
+        section = next((r.hints[SECTION] for r in self.rows if SECTION in r.hints), "")
+        ex_id = self.exercise.id
+        if not self.attempted:
+            return [f"Not attempted yet: read {section}, then replace the "
+                    "raise NotImplementedError(...) line(s) with your code and run the cell."]
+        out = [f"Reread {section}."]
+        if self.code_withheld:
+            out.append(f"Still stuck? check(\"{ex_id}\", hint=True) shows a code-level hint "
+                       "(so does the next failed check).")
+        return out
 
     __repr__ = __str__
 
@@ -95,11 +150,15 @@ class CheckReport:
                        f"<td><code>{esc(describe(r.got))}</code></td></tr>")
             if not r.passed:
                 detail = esc(r.reason or "")
-                if r.hint:
-                    detail += f"<br><b>Hint:</b> {esc(r.hint)}"
+                if PITFALL in r.hints:
+                    detail += f"<br><b>Hint:</b> {esc(r.hints[PITFALL])}"
+                if CODE in r.hints:
+                    detail += f"<br><b>Code hint:</b> {esc(r.hints[CODE])}"
                 out.append(f'<tr><td></td><td colspan="3" style="text-align:left">{detail}'
                            "</td></tr>")
-        out.append("</tbody></table></div>")
+        out.append("</tbody></table>")
+        out += [f"<p>{esc(line)}</p>" for line in self._footer()]
+        out.append("</div>")
         return "".join(out)
 
 
@@ -123,21 +182,51 @@ def expected_value(exercise: Exercise, key: str, case: Case) -> Any:
     return _expected_cache[key]
 
 
-def run_public_cases(exercise: Exercise, ns: Mapping[str, Any]) -> CheckReport:
-    """Run the public cases of ``exercise`` against namespace ``ns``."""
-    rows = []
+def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = False,
+                     count: bool = False) -> CheckReport:
+    """Run the public cases of ``exercise`` against namespace ``ns``.
+
+    The hint tier: ``section`` while nothing is attempted, ``pitfall`` on a failure, and
+    ``code`` when ``hint`` is true or, with ``count`` (what ``check()`` does), from the
+    second failed check of this exercise in this process on.
+    """
+    results = []
     for key, case, _public in exercise.cases()[: len(exercise.public)]:
         expected = expected_value(exercise, key, case)
         got = run_probe(exercise.probe_for(case), ns, case.args)
-        reason = compare(expected, got, case.rtol, case.atol)
-        hint = exercise.hint_for(case, got) if reason else None
-        rows.append(CaseRow(case.name, reason is None, expected, got, reason, hint))
-    return CheckReport(exercise, tuple(rows))
+        results.append((case, expected, got, compare(expected, got, case.rtol, case.atol)))
+    failed = [(case, got) for case, _e, got, reason in results if reason]
+    # One stub left (or one name undefined) and the exercise is not attempted yet: its
+    # other cases may fail only because they run code given in the notebook.
+    attempted = not any(not_attempted(got) for _c, got in failed)
+    tier = None
+    if failed:
+        if count and attempted:
+            _failed_checks[exercise.id] = _failed_checks.get(exercise.id, 0) + 1
+        if hint or _failed_checks.get(exercise.id, 0) >= CODE_AFTER_FAILED_CHECKS:
+            tier = CODE
+        else:
+            tier = PITFALL if attempted else SECTION
+    shown = (SECTION,) if tier == SECTION else (
+        (SECTION, PITFALL) if tier == PITFALL else (SECTION, PITFALL, CODE))
+    rows, withheld = [], False
+    for case, expected, got, reason in results:
+        hints = {}
+        if reason:
+            tiers = exercise.hint_tiers(case, got)
+            hints = {t: text for t, text in tiers.items() if t in shown}
+            withheld = withheld or (CODE in tiers and CODE not in hints and attempted)
+        rows.append(CaseRow(case.name, reason is None, expected, got, reason, hints))
+    return CheckReport(exercise, tuple(rows), tier, attempted, withheld)
 
 
-def check(exercise_id: str, *, namespace: Mapping[str, Any] | None = None
-          ) -> CheckReport | SkippedCheck:
-    """Run the public cases of ``exercise_id`` against the calling notebook's globals."""
+def check(exercise_id: str, *, hint: bool = False,
+          namespace: Mapping[str, Any] | None = None) -> CheckReport | SkippedCheck:
+    """Run the public cases of ``exercise_id`` against the calling notebook's globals.
+
+    Hints come in tiers (see the module docstring): ``hint=True`` asks for all of them now,
+    the code-level hint included.
+    """
     if os.environ.get(GRADING_ENV) == "1":
         return SkippedCheck(exercise_id)
     from .registry import default_exercises  # lazy: loads the exercises and minijit core
@@ -147,4 +236,4 @@ def check(exercise_id: str, *, namespace: Mapping[str, Any] | None = None
         known = ", ".join(sorted(exercises))
         raise KeyError(f"unknown exercise {exercise_id!r}; known exercises: {known}")
     ns = namespace if namespace is not None else sys._getframe(1).f_globals
-    return run_public_cases(exercises[exercise_id], ns)
+    return run_public_cases(exercises[exercise_id], ns, hint=hint, count=True)

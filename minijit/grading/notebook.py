@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cases import STUB_MESSAGE
+
 HEADER_RE = re.compile(
     r"^\s*#\s*EXERCISE\s+(?P<id>ex\d\d_[a-z0-9_]+)\s*\(\s*(?P<points>\d+(?:\.\d+)?)\s+points?\s*\)"
 )
@@ -91,8 +93,8 @@ def strip_solutions(source: str, exercise_id: str | None, markdown: bool = False
                 out.append(indent + MARKDOWN_STUB)
             else:
                 out.append(indent + STUB_COMMENT)
-                out.append(f'{indent}raise NotImplementedError("{exercise_id}: replace this '
-                           'line with your solution")')
+                out.append(f'{indent}raise NotImplementedError("{exercise_id}: '
+                           f'{STUB_MESSAGE}")')
         elif marker == END:
             if not inside:
                 raise AuthoringError(f"line {number}: {END} without {BEGIN}")

@@ -9,6 +9,12 @@ An exercise earns ``points * passed cases / all cases``, public and hidden toget
 rounded to 2 decimals: partial credit, but a hard-coded answer to the public cases still
 fails the hidden ones. An exercise whose tests could not run (a timeout, a dead kernel, an
 unreadable answer) fails all its cases.
+
+Feedback files follow the tiers of ``check()`` (:mod:`minijit.grading.checking`) as they
+stand after one failed check: an exercise not attempted (a stub left, or a name undefined)
+gets the section to read only, any other failed case the pitfall and the section. The
+code-level tier is never written to feedback: it is for a learner still working, in the
+notebook.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cases import Case, Exercise, compare, probe_source
+from .cases import PITFALL, SECTION, Case, Exercise, compare, not_attempted, probe_source
 from .channel import ProbeCall
 from .probing import run_probe
 from .runner import ExercisePlan, RunResult
@@ -119,6 +125,7 @@ def score_exercise(ex: Exercise, plan: Plan, run: RunResult) -> ExerciseScore:
     sc = ExerciseScore(ex, outcome=outcome)
     passed = {True: 0, False: 0}
     totals = {True: 0, False: 0}
+    failed = []
     for key, info in plan.cases.items():
         if info.exercise.id != ex.id:
             continue
@@ -131,8 +138,13 @@ def score_exercise(ex: Exercise, plan: Plan, run: RunResult) -> ExerciseScore:
         if reason is None:
             passed[info.public] += 1
         elif info.public:
-            sc.failed_public.append(FailedCase(info.case.name, plan.expected[key], got,
-                                               reason, ex.hint_for(info.case, got)))
+            failed.append((info.case, plan.expected[key], got, reason))
+    # as check() does: one stub left (or one undefined name) and the exercise is not
+    # attempted, so every case gets the section to read only
+    tier = SECTION if any(not_attempted(got) for *_, got, _r in failed) else PITFALL
+    for case, expected, got, reason in failed:
+        sc.failed_public.append(FailedCase(case.name, expected, got, reason,
+                                           ex.hint_for(case, got, tier)))
     n = totals[True] + totals[False]
     sc.points = round(ex.points * (passed[True] + passed[False]) / n, 2) if n else 0.0
     sc.public = (passed[True], totals[True])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from minijit.grading.cases import Case, Exercise
+from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get
 
 
@@ -32,9 +32,13 @@ EXERCISES = [
     Exercise(
         id="ex01_break_even", points=1, title="When does jit pay off?",
         chapter="01_why_jit", section="3. When a JIT does not pay off",
-        hint=("The jitted version costs compile_s once plus jitted_s per call; the plain one "
-              "costs eager_s per call. Find the first n where the jitted total is not larger "
-              "(and return None when the jitted call is not faster)."),
+        hint=Hint(
+            pitfall=("The jitted version costs compile_s once plus jitted_s per call; the "
+                     "plain one costs eager_s per call. If the jitted call is not faster, no "
+                     "number of calls pays the compile back (return None)."),
+            code=("Find the smallest whole n with compile_s + n * jitted_s <= n * eager_s: "
+                  "math.ceil of compile_s divided by the time saved per call, and at least "
+                  "1.")),
         probe=probe_break_even,
         reference=lambda: {"calls_to_break_even": _calls_to_break_even},
         public=(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise
+from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get, printed
 
 # ------------------------------------------------------------------------ ex02_tiny_tracer
@@ -146,9 +146,14 @@ EXERCISES = [
     Exercise(
         id="ex02_tiny_tracer", points=3, title="A tiny tracer for + and *",
         chapter="02_tracing", section="1. A tracer from scratch",
-        hint=("record() must create a fresh tracer for the result, append (out, op, args) "
-              "to program.eqns and return the tracer; tiny_trace() makes one tracer per "
-              "argument, calls f, and stores its result(s) as a list in program.outputs."),
+        hint=Hint(
+            pitfall=("Tracing records, it does not compute: every + or * must add one "
+                     "equation whose output is a fresh tracer, and the inputs and outputs "
+                     "of the program are tracers too (or numbers, for a constant output)."),
+            code=("record(): out = self.new_tracer(), append (out, op, args) to self.eqns, "
+                  "return out. tiny_trace(): one new_tracer() per argument into "
+                  "program.inputs, call f on them, and store a tuple result as a list in "
+                  "program.outputs (a single result as a list of one).")),
         probe=probe_tiny_tracer,
         reference=_reference_tiny_trace,
         public=tuple(_tracer_case(k) for k in ["x * y + x", "constants on both sides",
@@ -164,8 +169,11 @@ EXERCISES = [
     Exercise(
         id="ex02_print_count", points=2, title="How often does print run?",
         chapter="02_tracing", section="3. Python side effects run only while tracing",
-        hint=("A print inside a jitted function runs while tracing only: once per new "
-              "cache key (shape and dtype of the arguments), never on a cache hit."),
+        hint=Hint(
+            pitfall=("A print inside a jitted function runs while tracing only, never on a "
+                     "cache hit: count traces, not calls."),
+            code=("A call traces when its (shape, dtype) has not been seen before: the "
+                  "number of prints is the number of distinct (shape, dtype) pairs.")),
         probe=probe_print_count_function,
         reference=_reference_print_count,
         public=(
@@ -189,9 +197,12 @@ EXERCISES = [
         id="ex02_where", points=2, title="Replace `if` with mnp.where",
         chapter="02_tracing",
         section="4. Control flow: static values unroll, traced values cannot decide",
-        hint=("Python's if needs one concrete True or False, but x > t is a traced array. "
-              "Compute every branch and select elementwise with mnp.where(cond, a, b) "
-              "(nest two of them for three cases)."),
+        hint=Hint(
+            pitfall=("Python's if needs one concrete True or False, but x > t is a traced "
+                     "array (and an array of many answers): compute every branch and select "
+                     "elementwise."),
+            code=("mnp.where(cond, a, b) takes a where cond is true and b elsewhere; three "
+                  "cases need two of them, one nested in the other's b.")),
         probe=probe_where,
         reference=lambda: {"shrink": _reference_shrink},
         public=(

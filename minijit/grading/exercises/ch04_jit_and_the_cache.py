@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise
+from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get
 
 # ------------------------------------------------------------------------ ex04_static_args
@@ -91,9 +91,13 @@ EXERCISES = [
     Exercise(
         id="ex04_static_args", points=2, title="Static arguments, by number and by name",
         chapter="04_jit_and_the_cache", section="3. Static and dynamic arguments",
-        hint=("range(n) needs a concrete Python int, but a jitted function traces its "
-              "arguments. Mark n static: mj.jit(sum_first, static_argnums=1), and times by "
-              "name: mj.jit(repeat_add, static_argnames=\"times\")."),
+        hint=Hint(
+            pitfall=("range(n) needs a concrete Python int, but jit traces every argument it "
+                     "is not told is static. A static argument is part of the cache key: each "
+                     "new value traces once, a value seen before does not."),
+            code=("mj.jit(f, static_argnums=...) names static parameters by position, "
+                  "mj.jit(f, static_argnames=...) by name; a keyword-only parameter has no "
+                  "position.")),
         probe=probe_static_args,
         reference=_reference_static_args,
         public=(
@@ -119,9 +123,13 @@ EXERCISES = [
     Exercise(
         id="ex04_buckets", points=2, title="Pad into buckets to stop recompiles",
         chapter="04_jit_and_the_cache", section="5. Padding into buckets to stop recompiles",
-        hint=("Pad to the next power of two, but never below 8 (1 << (n - 1).bit_length() "
-              "is the next power of two of n), and return a mask with 1.0 on the real entries "
-              "and 0.0 on the padding, so that the masked mean does not change."),
+        hint=Hint(
+            pitfall=("Every new length is a new shape and a new trace: pad to a few sizes "
+                     "only (the next power of two, never below 8), and return a mask with 1.0 "
+                     "on the real entries and 0.0 on the padding, so that the masked mean "
+                     "does not change."),
+            code=("1 << (n - 1).bit_length() is the next power of two of n (n itself when it "
+                  "is one); np.zeros(size) then padded[:n] = x fills the bucket.")),
         probe=probe_buckets,
         reference=lambda: {"pad_to_bucket": _reference_pad_to_bucket},
         public=(

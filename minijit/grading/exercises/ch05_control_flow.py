@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise
+from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get
 
 # ------------------------------------------------------------------------ ex05_cond_loop
@@ -277,11 +277,13 @@ EXERCISES = [
     Exercise(
         id="ex05_cond_loop", points=3, title="Stage an if, a for and a while",
         chapter="05_control_flow", section="4. Loops: `lax.while_loop` and `lax.fori_loop`",
-        hint=("Under jit, years, rate, target and every sum are tracers: Python's for, while "
-              "and if cannot use them. Write the loop body as a function and use "
-              "lax.fori_loop(0, years, body, x) (body(i, x) returns the new x) or "
-              "lax.while_loop(cond_fun, body_fun, (x, 0)) with a tuple carry; choose between "
-              "two functions with lax.cond(pred, true_fun, false_fun, x) (section 3)."),
+        hint=Hint(
+            pitfall=("Under jit, years, rate, target and every sum are tracers: Python's for, "
+                     "while and if cannot use them. Each must become a staged operation whose "
+                     "body is a function of its own."),
+            code=("lax.fori_loop(0, years, body, x) with body(i, x) returning the new x; "
+                  "lax.while_loop(cond_fun, body_fun, (x, 0)) with a tuple carry; "
+                  "lax.cond(pred, true_fun, false_fun, x) to choose (section 3).")),
         probe=probe_grow,
         reference=_reference_cond_loop,
         public=(
@@ -333,11 +335,13 @@ EXERCISES = [
     Exercise(
         id="ex05_while_impl", points=3, title="The interpreter rule of while",
         chapter="05_control_flow", section="4. Loops: `lax.while_loop` and `lax.fori_loop`",
-        hint=("The operands are cond's captured values, then the body's, then the carry: split "
-              "them with cond_nconsts and body_nconsts. Sub-jaxprs have no constvars, so call "
-              "mj.eval_jaxpr(cond_jaxpr, (), *cond_consts, *carry) and "
-              "mj.eval_jaxpr(body_jaxpr, (), *body_consts, *carry); loop while the first "
-              "(only) output of cond is true, and return the carry as a list."),
+        hint=Hint(
+            pitfall=("The operands are cond's captured values, then the body's, then the "
+                     "carry: split them with cond_nconsts and body_nconsts, loop while cond's "
+                     "only output is true, and return the carry as a list."),
+            code=("Sub-jaxprs have no constvars: mj.eval_jaxpr(cond_jaxpr, (), *cond_consts, "
+                  "*carry) and mj.eval_jaxpr(body_jaxpr, (), *body_consts, *carry), each a "
+                  "list of outputs.")),
         probe=probe_while_in_eval,
         reference=_reference_while_impl,
         public=(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise
+from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get, printed
 
 # ------------------------------------------------------------------------ ex06_debug_print
@@ -187,10 +187,12 @@ EXERCISES = [
         id="ex06_debug_print", points=2, title="Print on every call with mj.debug.print",
         chapter="06_side_effects_and_debugging",
         section="2. `print` versus `mj.debug.print`",
-        hint=("Python's print runs while tracing only, once per new shape, and shows a "
-              "tracer. Delete it and stage the print instead: "
-              "mj.debug.print(\"total = {:.2f}\", total) runs every time the compiled "
-              "function runs, with the value. Keep @mj.jit."),
+        hint=Hint(
+            pitfall=("Python's print runs while tracing only, once per new shape, and shows a "
+                     "tracer: the print must be staged into the program, so that it runs "
+                     "every time the compiled function runs, with the value. Keep @mj.jit."),
+            code=("mj.debug.print(fmt, *args) takes a str.format string with {} "
+                  "placeholders (format specs such as {:.2f} work) and traced arguments.")),
         probe=probe_debug_print,
         reference=_reference_debug_print,
         public=(
@@ -208,10 +210,12 @@ EXERCISES = [
     Exercise(
         id="ex06_leak", points=2, title="Find and fix a leaked tracer",
         chapter="06_side_effects_and_debugging", section="4. Leaked tracers",
-        hint=("update appends a traced value to a global list: after the trace that value is "
-              "a dead tracer, and on a cache hit nothing is appended at all. Return the norm "
-              "from the jitted update (return new_x, norm) and let run, outside jit, append "
-              "float(norm) to a list it creates and returns."),
+        hint=Hint(
+            pitfall=("update appends a traced value to a global list: after the trace that "
+                     "value is a dead tracer, and on a cache hit nothing is appended at all. "
+                     "A jitted function talks to the outside through its return values only."),
+            code=("Return the norm from the jitted update (return new_x, norm) and let run, "
+                  "outside jit, append float(norm) to a list it creates and returns.")),
         probe=probe_leak,
         reference=_reference_leak,
         public=(
@@ -236,13 +240,15 @@ EXERCISES = [
     Exercise(
         id="ex06_recompiles", points=3, title="Diagnose and fix three recompile storms",
         chapter="06_side_effects_and_debugging", section="6. Counting compiles",
-        hint=("Read each storm's cache-miss explanation (explain_cache_misses). '(static), now "
-              "... and before ...' is a static argument with a new value: make it a traced "
-              "argument. 'never seen function' is a function (a lambda, or a jit(...)) created "
-              "again on every call: create the jitted function once, outside the loop. 'a "
-              "Python scalar is weakly typed' is a Python number one call and a NumPy one the "
-              "next: convert at the boundary, e.g. float(g). Each fixed driver must trace "
-              "once per call sequence."),
+        hint=Hint(
+            pitfall=("Read each storm's cache-miss explanation (explain_cache_misses), not "
+                     "the code: '(static), now ... and before ...', 'never seen function' and "
+                     "'a Python scalar is weakly typed' are three different causes. Each "
+                     "fixed driver must trace once per call sequence."),
+            code=("A static argument with a new value: make it traced. A function (a lambda, "
+                  "or a jit(...)) created on every call: create the jitted function once, "
+                  "outside the loop. A Python number one call and a NumPy one the next: "
+                  "convert at the boundary, e.g. float(g).")),
         probe=probe_traces,
         reference=_reference_recompiles,
         public=(

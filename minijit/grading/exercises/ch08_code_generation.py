@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise
+from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get
 
 
@@ -117,13 +117,16 @@ EXERCISES = [
     Exercise(
         id="ex08_softplus_rule", points=3, title="The Numba rule of a new primitive",
         chapter="08_code_generation", section="6. When Numba cannot compile something",
-        hint=("The rule returns a string: the expression for one element, built from "
-              "args[0] (itself an expression, such as 'a' or 'x[i0, i1]'). The naive "
-              "np.log(1 + np.exp(x)) overflows to inf for large x (above 709 in float64, 88 "
-              "in float32): for x > 0, log(1 + e^x) = x + log(1 + e^-x), and e^-|x| never "
-              "overflows. And log(1 + t) rounds a tiny t away (softplus(-40) becomes 0): "
-              "np.log1p(t) keeps it. Section 2 (\u201cReading minijit's generated "
-              "source\u201d) shows the rules of the other primitives."),
+        hint=Hint(
+            pitfall=("The naive np.log(1 + np.exp(x)) overflows to inf for large x (above 709 "
+                     "in float64, 88 in float32), and log(1 + t) rounds a tiny t away "
+                     "(softplus(-40) becomes 0). The rule returns a string: the expression for "
+                     "one element, built from args[0] (itself an expression, such as 'a' or "
+                     "'x[i0, i1]')."),
+            code=("For x > 0, log(1 + e^x) = x + log(1 + e^-x), and e^-|x| never overflows: "
+                  "split on the sign with max and abs, and write log(1 + t) as np.log1p(t). "
+                  "Section 2 (\u201c2. Reading minijit's generated source\u201d) shows the "
+                  "rules of the other primitives.")),
         probe=probe_softplus_rule,
         reference=lambda: {"softplus_rule": _reference_softplus_rule},
         public=PUBLIC,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise
+from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get
 
 # ------------------------------------------------------------------------ ex09_cache_entries
@@ -159,13 +159,16 @@ EXERCISES = [
     Exercise(
         id="ex09_cache_entries", points=3, title="Which cache entry does each call use?",
         chapter="09_putting_it_together", section="6. Every pitfall, and where it was taught",
-        hint=("A call's key is, per dynamic argument, its shape, dtype and weak type, plus "
-              "the value of each static argument; values and memory layout do not count. A "
-              "Python int or float is weakly typed; a NumPy scalar or a 0-d array is not "
-              "(and np.float64 is a subclass of float: test for np.ndarray and np.generic "
-              "first); bool is never weak. A key seen before uses its entry; a new key makes "
-              "entry number len(entries). Chapter 04, sections 2 (\u201cNew shapes and dtypes "
-              "recompile\u201d) and 3 (\u201cStatic and dynamic arguments\u201d), show the key."),
+        hint=Hint(
+            pitfall=("A call's key is, per dynamic argument, its shape, dtype and weak type, "
+                     "plus the value of each static argument; values and memory layout do not "
+                     "count. A Python int or float is weakly typed; a NumPy scalar or a 0-d "
+                     "array is not; bool is never weak."),
+            code=("np.float64 is a subclass of float: test for np.ndarray and np.generic "
+                  "first. Keep a dict from key to entry number: a key seen before uses its "
+                  "entry, a new key gets len(entries). Chapter 04, sections \u201c2. New "
+                  "shapes and dtypes recompile\u201d and \u201c3. Static and dynamic "
+                  "arguments\u201d, show the key.")),
         probe=probe_predict_entries,
         reference=_reference_cache_entries,
         public=(
@@ -207,11 +210,13 @@ EXERCISES = [
     Exercise(
         id="ex09_pays_off", points=2, title="Does jit pay off for this workload?",
         chapter="09_putting_it_together", section="4. When does `jit` pay off?",
-        hint=("n calls cost n * numpy_call_s with NumPy, and compile_s + n * jit_call_s with "
-              "jit: it pays off only when that is smaller (never, however many calls, if the "
-              "jitted call is not faster; avoid dividing by the difference). The first call "
-              "costs every stage in the cache entry's timings (trace, optimize, codegen, "
-              "compile), and each new input shape pays it again (chapter 04)."),
+        hint=Hint(
+            pitfall=("The first call costs every stage in the cache entry's timings (trace, "
+                     "optimize, codegen, compile), and each new input shape pays it again "
+                     "(chapter 04). If the jitted call is not faster, no number of calls pays "
+                     "that back."),
+            code=("Compare the two totals, n * numpy_call_s and compile_s + n * jit_call_s, "
+                  "rather than dividing by the difference (which may be 0).")),
         probe=probe_pays_off,
         reference=lambda: {"pays_off": _pays_off, "VERDICTS": _verdicts()},
         public=(
