@@ -13,6 +13,16 @@
   driver. The fixes are graded by counting traces over fixed call sequences: the probe
   empties every jit cache first, then counts calls of ``JitFunction._compile`` (one per
   trace, whichever jitted function, even one created during the call).
+- ``ex06_donate`` (donated buffers): a momentum step jitted with every argument donated
+  crashes a training loop in its second epoch. The learner reads the traceback and the buffer
+  plan of each choice (``plan_buffers``) and donates only what saves memory and is never used
+  again (the optimizer state ``m``). Graded on the values of ``step_jit`` and ``fit``, on
+  the caller's arrays staying usable, and (hidden only, so ``check()`` never shows the
+  answer) on which arguments ``step_jit`` donates.
+- ``ex06_disable_jit`` (debugging on values): a jitted softmax returns NaN for large inputs.
+  Under ``mj.disable_jit()`` a Python ``print`` shows values: the learner names the first
+  intermediate that is not finite (hidden only) and writes ``stable_softmax``, still jitted,
+  with jit switched on again (the probe counts its traces).
 """
 
 from __future__ import annotations
@@ -182,6 +192,117 @@ def _reference_recompiles():
             "simulate": simulate, "train": train, "apply_gains": apply_gains}
 
 
+# ------------------------------------------------------------------------ ex06_donate
+
+
+def probe_donate_step(ns, w, m, g, flags):
+    """step_jit's values on fresh arrays; with ``flags``, only which arguments it donated
+    (passing a donated array to a jitted call raises "Array has been deleted")."""
+    import minijit as mj
+
+    step = get(ns, "step_jit")
+    if not hasattr(step, "trace_count"):
+        raise TypeError("step_jit must be a function made by mj.jit(...)")
+    args = [np.array(a, dtype=np.float64) for a in (w, m, g)]
+    w_out, m_out = step(*args)
+    w_out, m_out = np.array(w_out), np.array(m_out)
+
+    def donated(x):
+        try:
+            mj.jit(lambda v: v + 0.0)(x)
+        except RuntimeError as exc:
+            if "donated" in str(exc):
+                return True
+            raise
+        return False
+
+    if flags:
+        return [donated(a) for a in args]
+    return {"w": w_out, "m": m_out}
+
+
+def probe_fit(ns, w, batches, epochs):
+    import minijit as mj
+
+    fit = get(ns, "fit")
+    w = np.array(w, dtype=np.float64)
+    batches = [np.array(b, dtype=np.float64) for b in batches]
+    w_out, m_out = fit(w, batches, epochs)
+    w_out, m_out = np.array(w_out), np.array(m_out)
+
+    def usable(x):
+        try:
+            mj.jit(lambda v: v + 0.0)(x)
+        except RuntimeError as exc:
+            if "donated" in str(exc):
+                return False
+            raise
+        return True
+
+    return {"w": w_out, "m": m_out, "caller_w_usable": usable(w),
+            "caller_batches_usable": all(usable(b) for b in batches)}
+
+
+def _momentum_step(w, m, g):
+    m = 0.9 * m + g
+    return w - 0.01 * m, m
+
+
+def _reference_donate():
+    import minijit as mj
+
+    step_jit = mj.jit(_momentum_step, donate_argnums=1)
+
+    def fit(w, batches, epochs):
+        m = np.zeros_like(w)  # created here, so fit may donate it
+        for _ in range(epochs):
+            for g in batches:
+                w, m = step_jit(w, m, g)
+        return w, m
+
+    return {"step_jit": step_jit, "fit": fit}
+
+
+# ------------------------------------------------------------------------ ex06_disable_jit
+
+INTERMEDIATES = ("scaled", "exps", "total", "probs")
+
+
+def probe_first_non_finite(ns):
+    answer = get(ns, "FIRST_NON_FINITE")
+    return answer if type(answer) is str else repr(answer)
+
+
+def probe_first_non_finite_valid(ns, names):
+    return get(ns, "FIRST_NON_FINITE") in names
+
+
+def probe_stable_softmax(ns, x, temperature):
+    import minijit as mj
+
+    f = get(ns, "stable_softmax")
+    if not hasattr(f, "trace_count") or not hasattr(f, "clear_cache"):
+        raise TypeError("stable_softmax must stay a jitted function (keep the @mj.jit)")
+    f.clear_cache()  # a fresh trace, so that the count says whether jit is on
+    before = f.trace_count
+    out = np.asarray(f(np.asarray(x, dtype=np.float64), temperature))
+    return {"probs": out, "traced": f.trace_count - before,
+            "jit_on": not mj.config.disable_jit}
+
+
+def _reference_disable_jit():
+    import minijit as mj
+    import minijit.numpy as mnp
+
+    @mj.jit
+    def stable_softmax(x, temperature):
+        scaled = x / temperature
+        exps = mnp.exp(scaled - mnp.max(scaled))
+        return exps / mnp.sum(exps)
+
+    return {"FIRST_NON_FINITE": "exps", "stable_softmax": stable_softmax}
+
+
 EXERCISES = [
     Exercise(
         id="ex06_debug_print", points=2, title="Print on every call with mj.debug.print",
@@ -284,5 +405,75 @@ EXERCISES = [
             "NameError": ("Define DIAGNOSIS and the three fixed drivers (simulate, train, "
                           "apply_gains) in the exercise cell, and run it."),
         },
+    ),
+    Exercise(
+        id="ex06_donate", points=3, title="Donate only what is never used again",
+        chapter="06_side_effects_and_debugging", section="1. The book's pitfall table, checked",
+        hint=Hint(
+            pitfall=("A donated argument's buffer may be overwritten by the call: the caller "
+                     "must never pass that array again (the traceback names the argument). "
+                     "And a donation helps only where the buffer plan says it reuses the "
+                     "buffer: compare bytes after planning for each choice."),
+            code=("plan_buffers(mj.make_jaxpr(step)(w, m, g), donated=(...)).report() for each "
+                  "choice; donate_argnums takes positions. An array fit creates itself "
+                  "(np.zeros_like(w)) is fit's to donate; the caller's w and batches are "
+                  "not.")),
+        probe=probe_fit,
+        reference=_reference_donate,
+        public=(
+            # values only: which arguments step_jit donates is for hidden cases
+            Case("step_jit on three arrays", ([1.0, 2.0, 3.0], [0.5, 0.0, -0.5],
+                                              [1.0, 1.0, 1.0], False), probe=probe_donate_step),
+            Case("fit: 2 batches, 3 epochs", ([1.0, 2.0, 3.0],
+                                                [[1.0, 0.0, -1.0], [0.5, 0.5, 0.5]], 3)),
+        ),
+        hidden=(
+            Case("which arguments step_jit donates", ([1.0] * 4, [0.5] * 4, [0.25] * 4, True),
+                 probe=probe_donate_step),
+            Case("which arguments step_jit donates, 2-d",
+                 ([[1.0, 2.0]], [[0.0, 0.0]], [[3.0, 4.0]], True), probe=probe_donate_step),
+            Case("fit: 1 batch, 1 epoch", ([0.0, -4.0], [[2.0, 2.0]], 1)),
+            Case("fit: 3 batches, 5 epochs, 2-d", ([[1.0, 2.0], [3.0, 4.0]],
+                                                     [[[1.0, 0.0], [0.0, 1.0]],
+                                                      [[0.5, 0.5], [0.5, 0.5]],
+                                                      [[-1.0, 2.0], [3.0, -4.0]]], 5)),
+            Case("fit: no epochs", ([1.0, 1.0], [[1.0, 1.0]], 0)),
+        ),
+        error_hints={
+            "RuntimeError": Hint(
+                "An array was passed to a jitted call after an earlier call was given its "
+                "buffer (donate_argnums): the traceback names the argument. Donate only what "
+                "the caller never passes again."),
+            "NameError": "Define step_jit and fit in the exercise cell, and run it.",
+        },
+    ),
+    Exercise(
+        id="ex06_disable_jit", points=2, title="Find the NaN with mj.disable_jit()",
+        chapter="06_side_effects_and_debugging",
+        section="5. `mj.disable_jit()`: run without tracing",
+        hint=Hint(
+            pitfall=("Under jit a print shows tracers, never values; under mj.disable_jit() "
+                     "the function runs eagerly and a print shows each intermediate. The "
+                     "first one that is not finite is where to fix it. Switch jit back on "
+                     "(prefer the with block): stable_softmax must be compiled when graded."),
+            code=("softmax(x) = softmax(x - c) for any constant c: subtract mnp.max of the "
+                  "scaled values before mnp.exp, so the largest exponent is 0.")),
+        probe=probe_stable_softmax,
+        reference=_reference_disable_jit,
+        public=(
+            Case("FIRST_NON_FINITE is one of the intermediates", (list(INTERMEDIATES),),
+                 probe=probe_first_non_finite_valid,
+                 hint=Hint("FIRST_NON_FINITE must be one of the strings in INTERMEDIATES.")),
+            Case("small values", ([1.0, 2.0, 3.0], 1.0)),
+            Case("large values", ([1000.0, 1.0, 999.0], 1.0)),
+        ),
+        hidden=(
+            Case("the first intermediate that is not finite", (), probe=probe_first_non_finite),
+            Case("a low temperature", ([2.0, 3.0, 1.0, 0.5], 0.01)),
+            Case("all equal", ([5.0, 5.0, 5.0, 5.0], 2.0)),
+            Case("very negative", ([-1000.0, -1001.0, -999.5], 1.0)),
+            Case("2-d input", ([[700.0, 800.0], [1.0, -1.0]], 1.0)),
+            Case("one element", ([123456.0], 3.0)),
+        ),
     ),
 ]
