@@ -1,9 +1,12 @@
 """Chapter 04 (jit and the cache): static arguments, and stopping recompiles.
 
-- ``ex04_static_args`` (dynamic control flow, the book's ConcretizationTypeError): make one
-  argument static by number (``static_argnums``) and one by name (``static_argnames``; the
-  parameter is keyword-only, so a number cannot name it). The probe checks the values and
-  that each new static value traces exactly once.
+- ``ex04_static_args`` (dynamic control flow, the book's ConcretizationTypeError): under a
+  plain ``mj.jit``, ``summarize(x, n, scale, *, mode)`` fails twice, each traceback naming
+  another argument (``mode`` is a string, ``n`` a slice length); making every argument
+  static runs, but retraces for every new ``scale``. The learner reads the tracebacks and the
+  cache-miss explanations and makes exactly ``n`` (by number or name) and ``mode`` (by name:
+  it is keyword-only) static. The probe checks the values, and counts the traces over call
+  sequences in which ``scale`` changes all the time.
 - ``ex04_buckets`` (shape changes recompile): ``pad_to_bucket(x)`` pads to the next power of
   two (at least 8) and returns a mask. Graded by counting traces: the probe jits its own
   masked mean (a fresh function each time, so nothing the notebook cached counts) and feeds
@@ -20,37 +23,34 @@ from minijit.grading.probing import get
 # ------------------------------------------------------------------------ ex04_static_args
 
 
-def probe_static_args(ns, name, x, static_values, keyword):
-    f = get(ns, name)
+def probe_static_args(ns, x, calls):
+    f = get(ns, "summarize_jit")
     if not hasattr(f, "trace_count") or not hasattr(f, "clear_cache"):
-        raise TypeError(f"{name} must be a function made by mj.jit(...)")
+        raise TypeError("summarize_jit must be a function made by mj.jit(...)")
     f.clear_cache()  # only the probe's own calls count
     before = f.trace_count
     x = np.asarray(x, dtype=np.float64)
-    if keyword:
-        values = [np.asarray(f(x, **{keyword: v})) for v in static_values]
-    else:
-        values = [np.asarray(f(x, v)) for v in static_values]
+    values = [np.asarray(f(x, n, scale, mode=mode)) for n, scale, mode in calls]
     return {"values": values, "traces": f.trace_count - before}
+
+
+def _summarize(x, n, scale, *, mode):
+    import minijit.numpy as mnp
+
+    head = x[:n] * scale
+    if mode == "sum":
+        return mnp.sum(head)
+    return mnp.max(head)
 
 
 def _reference_static_args():
     import minijit as mj
 
-    def sum_first(x, n):
-        result = 0.0
-        for i in range(n):
-            result += x[i]
-        return result
+    return {"summarize_jit": mj.jit(_summarize, static_argnums=1, static_argnames="mode")}
 
-    def repeat_add(x, *, times):
-        out = x
-        for _ in range(times - 1):
-            out = out + x
-        return out
 
-    return {"sum_first_jit": mj.jit(sum_first, static_argnums=1),
-            "repeat_add_jit": mj.jit(repeat_add, static_argnames="times")}
+def _calls(*triples):
+    return [list(t) for t in triples]
 
 
 # ------------------------------------------------------------------------ ex04_buckets
@@ -89,33 +89,44 @@ def _reference_pad_to_bucket(x):
 
 EXERCISES = [
     Exercise(
-        id="ex04_static_args", points=2, title="Static arguments, by number and by name",
+        id="ex04_static_args", points=2, title="Static or traced? Read the tracebacks",
         chapter="04_jit_and_the_cache", section="3. Static and dynamic arguments",
         hint=Hint(
-            pitfall=("range(n) needs a concrete Python int, but jit traces every argument it "
-                     "is not told is static. A static argument is part of the cache key: each "
-                     "new value traces once, a value seen before does not."),
+            pitfall=("An argument that decides the program's structure (a slice length, a "
+                     "Python if, a string) must be static; one that only enters arithmetic "
+                     "must stay traced, or every new value traces again. Each traceback names "
+                     "the argument it needs; the cache-miss explanation names the one that "
+                     "retraces."),
             code=("mj.jit(f, static_argnums=...) names static parameters by position, "
                   "mj.jit(f, static_argnames=...) by name; a keyword-only parameter has no "
-                  "position.")),
+                  "position. Check f.trace_count after calls with many scale values.")),
         probe=probe_static_args,
         reference=_reference_static_args,
         public=(
-            Case("sum_first_jit, n = 2, 2, 4",
-                 ("sum_first_jit", [1.0, 2.0, 3.0, 4.0], [2, 2, 4], None)),
-            Case("repeat_add_jit, times = 3, 3",
-                 ("repeat_add_jit", [1.0, -1.0], [3, 3], "times")),
+            Case("n = 2, 2, 3, scale changing, mode sum",
+                 ([1.0, 2.0, 3.0, 4.0], _calls([2, 0.5, "sum"], [2, 2.0, "sum"],
+                                              [3, 0.5, "sum"]))),
+            Case("both modes, scale changing",
+                 ([4.0, -1.0, 2.0], _calls([3, 1.0, "max"], [3, -1.0, "max"],
+                                          [3, 1.0, "sum"], [3, 3.0, "max"]))),
         ),
         hidden=(
-            Case("sum_first_jit, n = 1, 3, 1, 3, 5",
-                 ("sum_first_jit", [0.5, 1.5, 2.5, 3.5, 4.5], [1, 3, 1, 3, 5], None)),
-            Case("repeat_add_jit, times = 1, 2, 5, 2",
-                 ("repeat_add_jit", [2.0, 0.25, -3.0], [1, 2, 5, 2], "times")),
+            Case("a new scale on every call",
+                 ([0.5, 1.5, 2.5, 3.5, 4.5], _calls(*[[4, 0.25 * k, "sum"] for k in range(12)]))),
+            Case("static values come back",
+                 ([1.0, 2.0, 3.0, 4.0, 5.0], _calls([1, 1.0, "sum"], [3, 2.0, "max"],
+                                                   [1, 3.0, "sum"], [3, 4.0, "max"],
+                                                   [5, 5.0, "sum"], [1, 6.0, "max"]))),
+            Case("2-d x: the first n rows",
+                 ([[1.0, -2.0], [3.0, 4.0], [-5.0, 6.0]],
+                  _calls([2, 1.0, "max"], [2, 0.5, "max"], [3, 2.0, "sum"]))),
         ),
         error_hints={
             "TracerIntegerConversionError": (
-                "range() received a tracer: the argument is still dynamic. Pass "
-                "static_argnums (by position) or static_argnames (by name) to mj.jit."),
+                "A slice length received a tracer: the argument is still dynamic (the "
+                "traceback names it). Make it static with static_argnums or static_argnames."),
+            "TypeError": ("A string cannot be traced: an argument that is a setting known "
+                          "before the call must be static (the traceback names it)."),
             "ValueError": ("static_argnums counts positional parameters only; a keyword-only "
                            "parameter must be named with static_argnames."),
         },

@@ -1,9 +1,12 @@
-"""Chapter 06 (side effects and debugging): staged printing, a leaked tracer, a recompile storm.
+"""Chapter 06 (side effects and debugging): staged printing, leaks, recompiles, donation, NaNs.
 
-- ``ex06_debug_print`` (side effects): replace a Python ``print`` in a jitted function with
-  ``mj.debug.print`` so that it prints on every call, with values. Graded on the printed text:
-  the probe empties the function's cache, calls it several times (a new shape included) while
-  capturing stdout, and compares the lines with the reference's.
+- ``ex06_debug_print`` (side effects): the log of a jitted function shows a ``print`` that
+  ran twice in four calls and showed tracers, and a result that ignored a change of the global
+  ``SCALE``: one cause, Python code runs only while tracing. The learner writes
+  ``normalize(x, scale)``, printing with ``mj.debug.print`` on every call and taking the scale
+  as a (traced) argument. Graded on the printed text, the values and the number of traces: the
+  probe empties the function's cache, calls it with new scales and new shapes while capturing
+  stdout, and compares with the reference.
 - ``ex06_leak`` (leaked tracers): the given ``update`` appends a traced value to a global
   list. The fixed ``update`` / ``run`` must run under ``mj.checking_leaks()`` (the probe
   empties ``update``'s cache so that it traces there) and give the right values.
@@ -35,17 +38,18 @@ from minijit.grading.probing import get, printed
 # ------------------------------------------------------------------------ ex06_debug_print
 
 
-def probe_debug_print(ns, arrays):
+def probe_debug_print(ns, calls):
     normalize = get(ns, "normalize")
     if not hasattr(normalize, "trace_count") or not hasattr(normalize, "clear_cache"):
         raise TypeError("normalize must stay a jitted function (keep the @mj.jit)")
     normalize.clear_cache()  # so that every new shape in this case traces again
     before = normalize.trace_count
 
-    def calls():
-        return [np.asarray(normalize(np.asarray(a, dtype=np.float64))) for a in arrays]
+    def run():
+        return [np.asarray(normalize(np.asarray(a, dtype=np.float64), scale))
+                for a, scale in calls]
 
-    values, text = printed(calls)
+    values, text = printed(run)
     return {"lines": text.splitlines(), "values": values,
             "traces": normalize.trace_count - before}
 
@@ -55,10 +59,10 @@ def _reference_debug_print():
     import minijit.numpy as mnp
 
     @mj.jit
-    def normalize(x):
+    def normalize(x, scale):
         total = mnp.sum(x)
         mj.debug.print("total = {:.2f}", total)
-        return x / total
+        return scale * x / total
 
     return {"normalize": normalize}
 
@@ -305,27 +309,34 @@ def _reference_disable_jit():
 
 EXERCISES = [
     Exercise(
-        id="ex06_debug_print", points=2, title="Print on every call with mj.debug.print",
+        id="ex06_debug_print", points=2, title="Print on every call, read the scale on every call",
         chapter="06_side_effects_and_debugging",
         section="2. `print` versus `mj.debug.print`",
         hint=Hint(
-            pitfall=("Python's print runs while tracing only, once per new shape, and shows a "
-                     "tracer: the print must be staged into the program, so that it runs "
-                     "every time the compiled function runs, with the value. Keep @mj.jit."),
+            pitfall=("A jitted function's Python code runs only while tracing, once per new "
+                     "shape: Python's print shows a tracer then, and a global is read then and "
+                     "baked in. What must happen on every call has to be in the program: a "
+                     "staged print, and the scale as an argument (traced, so that a new scale "
+                     "does not trace again). Keep @mj.jit."),
             code=("mj.debug.print(fmt, *args) takes a str.format string with {} "
-                  "placeholders (format specs such as {:.2f} work) and traced arguments.")),
+                  "placeholders (format specs such as {:.2f} work) and traced arguments; "
+                  "def normalize(x, scale) under @mj.jit keeps scale traced.")),
         probe=probe_debug_print,
         reference=_reference_debug_print,
         public=(
-            Case("[1, 2, 3] three times, then [1, 1]",
-                 ([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [1.0, 1.0]],)),
+            Case("[1, 2, 3] three times (scales 2, 2, 10), then [1, 1]",
+                 ([[[1.0, 2.0, 3.0], 2.0], [[1.0, 2.0, 3.0], 2.0], [[1.0, 2.0, 3.0], 10.0],
+                   [[1.0, 1.0], 10.0]],)),
         ),
         hidden=(
-            Case("new values, same shape", ([[0.5, 0.25], [4.0, 6.0], [0.125, 0.125]],)),
+            Case("new values and scales, same shape",
+                 ([[[0.5, 0.25], 1.0], [[4.0, 6.0], 0.5], [[0.125, 0.125], 3.0]],)),
             Case("shapes come and go",
-                 ([[1.0], [2.0, 3.0], [4.0], [1.0, 2.0, 3.0, 4.0], [5.0, 5.0]],)),
+                 ([[[1.0], 1.0], [[2.0, 3.0], 2.0], [[4.0], 3.0], [[1.0, 2.0, 3.0, 4.0], 4.0],
+                   [[5.0, 5.0], 5.0]],)),
             Case("2-d and negative totals",
-                 ([[[1.0, 2.0], [3.0, 4.0]], [-1.0, -2.5], [[2.0, 2.0], [2.0, 2.0]]],)),
+                 ([[[[1.0, 2.0], [3.0, 4.0]], -1.0], [[-1.0, -2.5], 2.0],
+                   [[[2.0, 2.0], [2.0, 2.0]], 0.5]],)),
         ),
     ),
     Exercise(
