@@ -98,6 +98,27 @@ def test_hints_name_a_real_section_of_the_chapter(ex_id):
                 assert n in numbers, f"{ex_id}: hint names section {n} of {ex.chapter}: {text}"
 
 
+def _section_numbers(chapter: str) -> set[str]:
+    return {h.split(".", 1)[0] for h in _headings(chapter) if re.match(r"\d+\. ", h)}
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_exercise_notebooks_name_real_sections(path):
+    """The prose of an exercise notebook says "section 3" of its chapter, or "chapter 07,
+    section 7": each must be a numbered section of that chapter."""
+    chapters = {c.stem[:2]: c.stem for c in (REPO / "chapters").glob("*.ipynb")}
+    bad = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "markdown":
+            continue
+        text = " ".join(cell.source.split())
+        for m in re.finditer(r"(?:[Cc]hapter (\d\d),? )?[Ss]ections? (\d+)", text):
+            chapter = chapters.get(m[1], "?") if m[1] else path.stem
+            if m[2] not in (_section_numbers(chapter) if chapter != "?" else set()):
+                bad.append(f"{m[0]!r} (chapter {chapter})")
+    assert not bad, f"{path.name} names sections that do not exist: {bad}"
+
+
 def test_course_covers_the_pitfalls_and_builds():
     ids = set(EXERCISES)
     # one per pitfall row of the source chapter, and two that build a piece of minijit
