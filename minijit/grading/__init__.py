@@ -1,7 +1,8 @@
 """Autograding for the minijit course: ``check()`` in notebooks, and the instructor's grader.
 
 - Learners call ``check("ex04_static_args")`` under an exercise for instant feedback on its
-  public cases.
+  public cases; hints come in tiers (the section to read, the pitfall, then a code-level hint:
+  ``check("ex04_static_args", hint=True)`` asks for all of them).
 - Instructors run ``python -m minijit.grading grade SUBMISSIONS... --out gradebook.csv``,
   which executes every submission in its own kernel and decides pass or fail outside it.
 - Authors write exercises once in ``solutions/`` and run ``python -m minijit.grading
@@ -27,7 +28,7 @@ Importing this package imports only NumPy and the standard library: never the mi
 Jupyter (nbformat and nbclient are imported by the grader and the generator only).
 """
 
-from .cases import Case, Exercise
+from .cases import Case, Exercise, Hint
 from .checking import check
 
-__all__ = ["Case", "Exercise", "check"]
+__all__ = ["Case", "Exercise", "Hint", "check"]

@@ -130,8 +130,8 @@ class CheckReport:
                     "raise NotImplementedError(...) line(s) with your code and run the cell."]
         out = [f"Reread {section}."]
         if self.code_withheld:
-            out.append(f"Still stuck? check(\"{ex_id}\", hint=True) shows a code-level hint "
-                       "(so does the next failed check).")
+            out.append(f"Still stuck? check(\"{ex_id}\", hint=True), in a new cell, shows a "
+                       "code-level hint (so does the next failed check).")
         return out
 
     __repr__ = __str__
