@@ -16,7 +16,7 @@
   driver. The fixes are graded by counting traces over fixed call sequences: the probe
   empties every jit cache first, then counts calls of ``JitFunction._compile`` (one per
   trace, whichever jitted function, even one created during the call).
-- ``ex06_donate`` (donated buffers): a momentum step jitted with every argument donated
+- ``ex06_donate`` (donated buffers): a momentum step jitted with ``w`` and ``g`` donated
   crashes a training loop in its second epoch. The learner reads the traceback and the buffer
   plan of each choice (``plan_buffers``) and donates only what saves memory and is never used
   again (the optimizer state ``m``). Graded on the values of ``step_jit`` and ``fit``, on
