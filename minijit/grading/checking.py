@@ -2,10 +2,10 @@
 
 Runs the exercise's *public* cases in the learner's own kernel, against the notebook's
 globals, and shows one row per case: pass or fail, expected vs got, and for a failure a hint.
-The expected values come from the
-exercise's reference solution, run here too; that is fine because this is the learner's own
-feedback, not a grade. Grades come from the batch grader, which runs the same probes in an
-isolated kernel and compares outside it (see :mod:`minijit.grading.runner`).
+The expected values come from the exercise's reference solution, run here too; that is fine
+because this is the learner's own feedback, not a grade. Grades come from the batch grader,
+which runs the same probes in an isolated kernel and compares outside it (see
+:mod:`minijit.grading.runner`).
 
 The result renders as an HTML table in Jupyter and as plain text elsewhere.
 
@@ -37,7 +37,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .cases import CODE, PITFALL, SECTION, Case, Exercise, compare, describe, not_attempted
+from .cases import (
+    CODE,
+    HINT_TIERS,
+    PITFALL,
+    SECTION,
+    Case,
+    Exercise,
+    compare,
+    describe,
+    not_attempted,
+)
 from .probing import run_probe
 
 GRADING_ENV = "MINIJIT_GRADING"
@@ -207,8 +217,7 @@ def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = 
             tier = CODE
         else:
             tier = PITFALL if attempted else SECTION
-    shown = (SECTION,) if tier == SECTION else (
-        (SECTION, PITFALL) if tier == PITFALL else (SECTION, PITFALL, CODE))
+    shown = HINT_TIERS[: HINT_TIERS.index(tier) + 1] if tier else ()
     rows, withheld = [], False
     for case, expected, got, reason in results:
         hints = {}
