@@ -247,3 +247,15 @@ def test_row_debug_print_eqn():
     closed = mj.make_jaxpr(lambda x: mj.debug.callback(print, x))(1.0)
     assert closed.eqns[0].primitive.name == "debug_callback"
     assert closed.eqns[0].primitive.effectful
+
+
+def test_row_donate_numpy():
+    f = mj.jit(lambda x: x * 2.0, donate_argnums=0)
+    a = np.ones(3)
+    out = f(a)
+    np.testing.assert_array_equal(out, [2.0, 2.0, 2.0])
+    with pytest.raises(RuntimeError, match="donated"):
+        f(a)
+    b = np.ones(3)
+    mj.jit(lambda x: x * 2.0)(b)  # without donation the caller's array is left alone
+    np.testing.assert_array_equal(b, [1.0, 1.0, 1.0])
