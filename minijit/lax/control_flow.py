@@ -8,7 +8,8 @@ and code generation all see the sub-Jaxprs as params.
 
 Invariants of every primitive here:
 - a sub-Jaxpr has no constvars: values it captures from outside become leading operands
-  (closure conversion), so each primitive lists `*consts` before its real operands;
+  (closure conversion, `closure_convert`: a build-track piece, `minijit.build`), so each
+  primitive lists `*consts` before its real operands;
 - branch outputs, and loop carries before and after one iteration, have identical types
   (shape and dtype; weak types are joined), checked with a message that names the leaf.
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from minijit import dtypes
+from minijit import build, dtypes
 from minijit import primitives as P
 from minijit.core import (
     Primitive,
@@ -66,25 +67,127 @@ def _trace(fun: Callable, in_tree: PyTreeDef, in_avals, names, fun_name: str):
     return trace_to_jaxpr(flat_fun, in_avals, names, fun_name)
 
 
-def _const_key(c) -> int:
-    """Captured values are the same if they stand for the same outer variable: two branches
-    that capture one array get two tracers for it, wrapping one Var."""
+def capture_key(c) -> int:
+    """Which outer value a captured value stands for. Two sub-traces that capture one outer
+    variable get two tracers for it (each wraps the same Var, `c.atom`), so compare keys,
+    not the tracers themselves; a captured array is its own key."""
     return id(getattr(c, "atom", c))
 
 
-def _closure_convert(jaxpr: Jaxpr, consts: list, all_consts: list) -> Jaxpr:
-    """Make `jaxpr` take `all_consts` as leading invars (unused ones get fresh vars)."""
-    mine = {_const_key(c): v for c, v in zip(consts, jaxpr.constvars)}
-    lead = tuple(mine.get(_const_key(c)) or Var(get_aval(c)) for c in all_consts)
+def closure_convert(jaxpr: Jaxpr, consts: Sequence, all_consts: Sequence) -> Jaxpr:
+    """The traced body `jaxpr` (constvars bound to `consts`, the outer values it captured)
+    as a closed sub-jaxpr that takes the captured values as leading operands.
+
+    Every call site of control flow comes through here, which runs the build track's piece:
+    `reference_closure_convert` below, or yours after `build.use("closure_convert", ...)`.
+    Invariants of the result (checked on a piece of yours, `_check_closed`): no constvars;
+    one leading invar per entry of `all_consts`, in that order and of its type, then the
+    body's own invars; the leading invar k stands for `all_consts[k]` wherever the body used
+    a constvar for that outer value (`capture_key`), so one outer value captured by two
+    branches is one operand; an entry this body never read gets a fresh Var."""
+    return build.call("closure_convert", jaxpr, consts, all_consts)
+
+
+def reference_closure_convert(jaxpr: Jaxpr, consts: Sequence, all_consts: Sequence) -> Jaxpr:
+    """minijit's own `closure_convert`: reuse the constvars as leading invars."""
+    mine = {capture_key(c): v for c, v in zip(consts, jaxpr.constvars)}
+    lead = tuple(mine.get(capture_key(c)) or Var(get_aval(c)) for c in all_consts)
     return Jaxpr((), lead + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
+
+
+def _check_closed(got, jaxpr: Jaxpr, consts: Sequence, all_consts: Sequence) -> str | None:
+    """What is wrong with `got` as `closure_convert(jaxpr, consts, all_consts)`, if anything:
+    it must be minijit's result up to the names of its Vars (`_same_program`)."""
+    if not isinstance(got, Jaxpr):
+        return f"returned a {type(got).__name__}; it must return a Jaxpr"
+    if got.constvars:
+        return (f"returned a jaxpr with {len(got.constvars)} constvars; a closed sub-jaxpr has "
+                "none: each captured value becomes a leading invar")
+    n, m = len(all_consts), len(jaxpr.invars)
+    if len(got.invars) != n + m:
+        return (f"returned a jaxpr with {len(got.invars)} invars; it needs {n + m}: one per "
+                f"entry of all_consts ({n}), then the body's own ({m})")
+    for k, (v, c) in enumerate(zip(got.invars, all_consts)):
+        if not isinstance(v, Var) or v.aval.strip_weak_type() != get_aval(c).strip_weak_type():
+            what = v.aval.str_short() if isinstance(v, Var) else type(v).__name__
+            return (f"made leading invar {k} a {what}, but all_consts[{k}] is a "
+                    f"{get_aval(c).str_short()}")
+    return _same_program(reference_closure_convert(jaxpr, consts, all_consts), got, n)
+
+
+def _same_program(want: Jaxpr, got: Jaxpr, n_lead: int) -> str | None:
+    """None if `got` is `want` with other Vars (the same equations, reading the same inputs)."""
+    names: dict[int, Var] = {}  # id of a Var of `want` -> the Var of `got` in its place
+    binders = [*want.invars] + [v for e in want.eqns for v in e.outvars]
+    got_binders = [*got.invars] + [v for e in got.eqns for v in e.outvars]
+    if len(got.eqns) != len(want.eqns) or len(binders) != len(got_binders):
+        return (f"returned a body of {len(got.eqns)} equations where the traced body has "
+                f"{len(want.eqns)}: keep its equations as they are")
+    if len({id(v) for v in got_binders}) != len(got_binders):
+        return "returned a jaxpr that binds one Var twice: each invar needs a Var of its own"
+    names.update((id(w), g) for w, g in zip(binders, got_binders))
+
+    def same(w, g) -> bool:
+        if isinstance(w, Lit):
+            return isinstance(g, Lit) and w.aval == g.aval and w.val == g.val
+        return names.get(id(w)) is g
+
+    def which(v) -> str:
+        k = next((i for i, u in enumerate(got.invars) if u is v), None)
+        if k is None:
+            return "a Var that it does not bind (a constvar left in place?)"
+        return f"invar {k} (all_consts[{k}])" if k < n_lead else f"invar {k}"
+
+    for i, (w, g) in enumerate(zip(want.eqns, got.eqns)):
+        if w is not g and (w.primitive is not g.primitive or w.params != g.params):
+            return f"changed equation {i} ({w.primitive.name}): keep the body's equations"
+        for a, b in zip(w.invars, g.invars):
+            if not same(a, b):
+                return (f"made equation {i} ({w.primitive.name}) read {which(b)}, where the "
+                        f"traced body reads {which(names.get(id(a)))}: leading invar k must "
+                        "be the body's constvar for all_consts[k], matched by capture_key")
+    for k, (a, b) in enumerate(zip(want.outvars, got.outvars)):
+        if not same(a, b):
+            return (f"made output {k} {which(b)}, where the traced body returns "
+                    f"{which(names.get(id(a)))}")
+    return None
+
+
+def _selftest(convert) -> str | None:
+    """Run a candidate on the two branches of a cond nested in a loop body, which capture
+    `x` and `y` from two traces out (so each branch gets tracers of its own for them)."""
+    f64 = ShapedArray((2,), np.dtype(np.float64))
+    w = np.array([1.0, 2.0])
+    problems: list[str | None] = []
+
+    def outer(x, y):
+        def body(v):
+            bodies = [trace_to_jaxpr(lambda u: (u * x + w,), [f64], ["u"]),
+                      trace_to_jaxpr(lambda u: (u - y * x,), [f64], ["u"])]
+            all_consts = _join_consts(*[c for _, c, _ in bodies])
+            for jaxpr, consts, _ in bodies:
+                problems.append(_check_closed(convert(jaxpr, consts, all_consts), jaxpr,
+                                              consts, all_consts))
+            return v
+
+        trace_to_jaxpr(body, [f64], ["v"])
+        return x
+
+    trace_to_jaxpr(outer, [f64, f64], ["x", "y"])
+    return next((p for p in problems if p), None)
+
+
+build.register("closure_convert", reference_closure_convert, chapter="05_control_flow",
+               signature="closure_convert(jaxpr, consts, all_consts) -> Jaxpr",
+               check=_check_closed, selftest=_selftest)
 
 
 def _join_consts(*const_lists) -> list:
     seen, out = set(), []
     for consts in const_lists:
         for c in consts:
-            if _const_key(c) not in seen:
-                seen.add(_const_key(c))
+            if capture_key(c) not in seen:
+                seen.add(capture_key(c))
                 out.append(c)
     return out
 
@@ -171,7 +274,7 @@ def _cond(index, funs: list[Callable], operands, what: str, names=None):
         _check_same_types(f"lax.{what}", names[0], first_tree, first_jaxpr.out_avals,
                           name, tree, jaxpr.out_avals, _leaf_paths(first_tree))
     all_consts = _join_consts(*[consts for _, consts, _ in traced])
-    branches = tuple(_closure_convert(j, c, all_consts) for j, c, _ in traced)
+    branches = tuple(closure_convert(j, c, all_consts) for j, c, _ in traced)
     outs = bind(cond_p, index, *all_consts, *leaves, branches=branches)
     return tree_unflatten(first_tree, outs)
 
@@ -288,8 +391,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if cond_tree.num_leaves != 1 or outs[0].shape != () or outs[0].dtype != dtypes.bool_:
         got = ", ".join(_type_str(a) for a in outs) or "nothing"
         raise TypeError(f"lax.while_loop: cond_fun must return a boolean scalar, got {got}")
-    cond_j = _closure_convert(cond_jaxpr, cond_consts, cond_consts)
-    body_j = _closure_convert(body_jaxpr, body_consts, body_consts)
+    cond_j = closure_convert(cond_jaxpr, cond_consts, cond_consts)
+    body_j = closure_convert(body_jaxpr, body_consts, body_consts)
     out = bind(while_p, *cond_consts, *body_consts, *leaves, cond_jaxpr=cond_j,
                body_jaxpr=body_j, cond_nconsts=len(cond_consts), body_nconsts=len(body_consts))
     return tree_unflatten(tree, out)
@@ -349,7 +452,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     jaxpr, consts, _, carry_avals = _trace_body("fori_loop", body_fun, [index_aval], ["i"],
                                                 leaves, tree)
     leaves = _cast_leaves(leaves, carry_avals)
-    body = _closure_convert(jaxpr, consts, consts)
+    body = closure_convert(jaxpr, consts, consts)
     n = len(consts)
     i, carry = body.invars[n], body.invars[n + 1:]
     i_next = Var(i.aval)
@@ -434,7 +537,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                       new_carry_tree, outs,
                       [f"carry{p}" for p in _leaf_paths_raw(carry_tree)])
     carry_leaves = _cast_leaves(carry_leaves, carry_avals)
-    body_j = _closure_convert(jaxpr, consts, consts)
+    body_j = closure_convert(jaxpr, consts, consts)
     out = bind(scan_p, *consts, *carry_leaves, *x_leaves, jaxpr=body_j, num_consts=len(consts),
                num_carry=len(carry_leaves), length=n, reverse=bool(reverse),
                unroll=_unroll(unroll, n))
