@@ -78,6 +78,54 @@ def _traced_loop(x, n):
     return lax.fori_loop(0, n, lambda i, v: v + i, x)
 
 
+# Captured values (closure conversion, chapter 05): arrays and tracers, one value captured by
+# both branches, and branches nested in loops, which capture from two traces out.
+
+
+def _cond_captures_array(x):  # both branches capture the NumPy array _W
+    return lax.cond(mnp.sum(x) > 0, lambda v: v * _W, lambda v: v + _W, x)
+
+
+def _cond_captures_tracers(x, y, s):  # both capture y; the second captures x first
+    return lax.cond(s > 0, lambda v: v * y, lambda v: v - x * y, x)
+
+
+def _switch_captures(i, x, a, b):  # each branch captures another subset of (a, b)
+    return lax.switch(i, [lambda v: v + a, lambda v: v * b - a, lambda v: -v, lambda v: b], x)
+
+
+def _while_captures(x, limit, step):  # cond captures limit, body captures step and _W
+    def body(c):
+        return c[0] + step * _W, c[1] + 1
+
+    return lax.while_loop(lambda c: mnp.sum(c[0]) < limit, body, (x, 0))
+
+
+def _scan_captures(xs, c, w):  # the body captures a tracer and an array
+    return lax.scan(lambda c, v: (c * w + v, c - _W), c, xs)
+
+
+def _cond_in_while(x, y):  # both branches capture y, from two traces out
+    def body(c):
+        v, k = c
+        v = lax.cond(mnp.sum(v) > 0, lambda u: u - y, lambda u: u * 0.5 + y, v)
+        return v, k + 1
+
+    return lax.while_loop(lambda c: c[1] < 5, body, (x, 0))
+
+
+def _nested_loops(x, y):  # a while in a fori_loop, a cond in the while: three levels
+    def outer(i, v):
+        def inner(c):
+            u, k = c
+            u = lax.cond(k % 2 == 0, lambda t: t + y * i, lambda t: t - x, u)
+            return u, k + 1
+
+        return lax.while_loop(lambda c: c[1] < i, inner, (v, 0))[0]
+
+    return lax.fori_loop(0, 4, outer, y)
+
+
 PROGRAMS: dict[str, tuple[Callable, Callable]] = {
     "add_literal": (lambda x: x + 1.0, _normal((3,))),
     "mul_two_args": (lambda x, y: x * y, _normal((2, 3), (2, 3))),
@@ -114,7 +162,26 @@ PROGRAMS: dict[str, tuple[Callable, Callable]] = {
     "unread_output": (_unread, _normal((3,))),
     "cond_in_loop": (_cond_in_loop, _normal((2,))),
     "nested_jit": (_nested, _normal((3,), (3,))),
+    "cond_captures_array": (_cond_captures_array, _normal((3,))),
+    "cond_captures_tracers": (_cond_captures_tracers,
+                              lambda rng: (*rng.standard_normal((2, 3)),
+                                           np.float64(rng.standard_normal()))),
+    "switch_captures": (_switch_captures, lambda rng: (int(rng.integers(0, 4)),
+                                                       *rng.standard_normal((3, 3)))),
+    "while_captures": (_while_captures, lambda rng: (rng.standard_normal(3),
+                                                     np.float64(20.0), np.float64(0.75))),
+    "scan_captures": (_scan_captures, lambda rng: (rng.standard_normal((4, 3)),
+                                                   *rng.standard_normal((2, 3)))),
+    "cond_in_while": (_cond_in_while, _normal((3,), (3,))),
+    "nested_loops": (_nested_loops, _normal((3,), (3,))),
 }
+
+# The control-flow programs: what ``ex05_closure_convert`` runs a learner's closure
+# conversion on (each stages a cond, while or scan whose bodies capture values, or none).
+CONTROL_FLOW = ("cond", "switch", "while_loop", "fori_loop", "fori_traced_bound", "scan",
+                "unread_output", "cond_in_loop", "cond_captures_array",
+                "cond_captures_tracers", "switch_captures", "while_captures",
+                "scan_captures", "cond_in_while", "nested_loops")
 
 # Programs whose jaxprs print with the default equation layout only: no `dot_general`,
 # `broadcast_in_dim` or nested `jit`, which have printing rules of their own
