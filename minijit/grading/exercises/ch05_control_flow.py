@@ -11,6 +11,14 @@
   for the duration of one ``mj.eval_jaxpr`` run of a traced program (nested loops, loops in
   branches, captured constants, tuple carries) and restores the real rule in a ``finally``.
   The expected values are the real rule's.
+- ``ex05_closure_convert`` (build): ``closure_convert(jaxpr, consts, all_consts)``, which
+  turns a traced body into a closed sub-jaxpr whose captured values are leading invars
+  (``minijit.lax.control_flow``). Each case is one control-flow program of
+  ``minijit.grading.programs.CONTROL_FLOW`` (captured arrays and tracers, one value captured
+  by several branches, branches nested in loops), run with the learner's function switched
+  in (``build.use``): eagerly, through ``jit`` on the interpreter and on Numba; the outputs
+  must equal minijit's own. A wrong result never gets as far as running: minijit checks each
+  sub-jaxpr the piece returns and raises a ``PieceError`` that says what is wrong.
 """
 
 from __future__ import annotations
@@ -375,6 +383,93 @@ EXERCISES = [
                 "eval_jaxpr(jaxpr, consts, *args) needs exactly as many args as the jaxpr has "
                 "inputs: cond_jaxpr takes cond's captured values then the carry, body_jaxpr "
                 "the body's captured values then the carry."),
+        },
+    ),
+]
+
+
+# ------------------------------------------------------------------------ ex05_closure_convert
+
+
+def probe_closure_program(ns, name, seed):
+    import minijit as mj
+    from minijit import build
+    from minijit.array import wrap
+    from minijit.grading.programs import PROGRAMS, make_args
+    from minijit.lax import control_flow
+    from minijit.tree_util import tree_leaves
+
+    convert = get(ns, "closure_convert")
+    if convert in (control_flow.closure_convert, control_flow.reference_closure_convert,
+                   build.PIECES["closure_convert"].reference):
+        raise TypeError("closure_convert must be your own function, not minijit's")
+    fun = PROGRAMS[name][0]
+    args = make_args(name, seed)
+    eager_args = [wrap(a) if isinstance(a, np.ndarray) else a for a in args]
+    with build.use("closure_convert", convert, verify=False):
+        outs = {"eager": tree_leaves(fun(*eager_args)),
+                "jit (interpreter)": tree_leaves(mj.jit(fun, backend="interpreter")(*args)),
+                "jit (numba)": tree_leaves(mj.jit(fun, backend="numba")(*args))}
+    return {how: [np.asarray(x) for x in leaves] for how, leaves in outs.items()}
+
+
+def _reference_closure_convert():
+    from minijit.core import get_aval
+    from minijit.ir import Jaxpr, Var
+    from minijit.lax.control_flow import capture_key
+
+    def closure_convert(jaxpr, consts, all_consts):
+        mine = {capture_key(c): v for c, v in zip(consts, jaxpr.constvars)}
+        leading = tuple(mine[capture_key(c)] if capture_key(c) in mine else Var(get_aval(c))
+                        for c in all_consts)
+        return Jaxpr((), leading + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
+
+    return {"closure_convert": closure_convert}
+
+
+_CONVERT_PUBLIC = ("cond_captures_array", "cond_captures_tracers", "while_captures",
+                   "cond_in_while")
+
+
+def _convert_case(name: str, seed: int = 0) -> Case:
+    return Case(f"program {name}" + (f" (seed {seed})" if seed else ""), (name, seed),
+                probe=probe_closure_program)
+
+
+def _convert_hidden() -> tuple[Case, ...]:
+    from minijit.grading.programs import CONTROL_FLOW
+
+    return (tuple(_convert_case(n) for n in CONTROL_FLOW if n not in _CONVERT_PUBLIC)
+            + tuple(_convert_case(n, seed=1) for n in _CONVERT_PUBLIC))
+
+
+EXERCISES += [
+    Exercise(
+        id="ex05_closure_convert", points=3, title="Closure conversion of a staged body",
+        chapter="05_control_flow", section="4. Loops: `lax.while_loop` and `lax.fori_loop`",
+        hint=Hint(
+            pitfall=("A sub-trace makes a tracer of its own for each value it captures from "
+                     "further out, so two branches that capture one outer value hold two "
+                     "different tracers for it: match the body's consts to all_consts by the "
+                     "outer value they stand for, never by Python identity or by position. "
+                     "An entry of all_consts that this body never captured still needs a "
+                     "leading invar of its type, which nothing reads."),
+            code=("capture_key(c) names the outer value c stands for: map "
+                  "capture_key(c) -> constvar over zip(consts, jaxpr.constvars), then build "
+                  "Jaxpr((), leading + jaxpr.invars, jaxpr.eqns, jaxpr.outvars) with one "
+                  "leading Var per entry of all_consts (Var(get_aval(c)) for one the body "
+                  "did not capture).")),
+        probe=probe_closure_program,
+        reference=_reference_closure_convert,
+        public=tuple(_convert_case(n) for n in _CONVERT_PUBLIC),
+        hidden=_convert_hidden(),
+        error_hints={
+            "PieceError": Hint(
+                pitfall=("minijit ran your closure_convert and it raised, or returned a "
+                         "sub-jaxpr that minijit refused (the message says which): no "
+                         "constvars, one leading invar per entry of all_consts, in order, "
+                         "standing for that outer value, then the body's own invars, and the "
+                         "body's equations unchanged.")),
         },
     ),
 ]
