@@ -24,6 +24,8 @@ import minijit.numpy as mnp
 from minijit import build, lax
 from minijit.array import wrap
 from minijit.core import get_aval
+from minijit.grading import programs as graded
+from minijit.interpret import reference_eval_jaxpr
 from minijit.ir import Jaxpr, Var
 from minijit.lax import control_flow
 from minijit.tree_util import tree_leaves, tree_map
@@ -96,6 +98,23 @@ def test_fori_loop_with_a_traced_bound_calls_the_piece():
         out = mj.jit(_fori_traced, backend="interpreter")(np.ones(2), 3)
     assert calls == [1]  # the body captures x
     np.testing.assert_array_equal(out, [15.0, 15.0])
+
+
+def test_the_graded_control_flow_programs():
+    """Each program of ex05_closure_convert stages control flow; those beyond PROGRAMS have a
+    body that captures values (so the piece has work to do), and run on the reference."""
+    for name, (fun, _) in graded.CONTROL_FLOW.items():
+        args = graded.make_args(name, 0)
+        closed = mj.make_jaxpr(fun)(*args)
+        mj.typecheck_jaxpr(closed.jaxpr)
+        assert reference_eval_jaxpr(closed.jaxpr, closed.consts, *args), name
+        calls: list = []
+        with build.use("closure_convert", _counting(calls), verify=False):
+            mj.make_jaxpr(fun)(*args)
+        assert calls, f"{name} stages no control flow"
+        if name not in graded.PROGRAMS:
+            assert any(calls), f"{name}: no body captures anything"
+    assert len(graded.CONTROL_FLOW) == 15
 
 
 # --------------------------------------------------------------------------- the solution

@@ -395,7 +395,7 @@ def probe_closure_program(ns, name, seed):
     import minijit as mj
     from minijit import build
     from minijit.array import wrap
-    from minijit.grading.programs import PROGRAMS, make_args
+    from minijit.grading.programs import CONTROL_FLOW, make_args
     from minijit.lax import control_flow
     from minijit.tree_util import tree_leaves
 
@@ -403,7 +403,7 @@ def probe_closure_program(ns, name, seed):
     if convert in (control_flow.closure_convert, control_flow.reference_closure_convert,
                    build.PIECES["closure_convert"].reference):
         raise TypeError("closure_convert must be your own function, not minijit's")
-    fun = PROGRAMS[name][0]
+    fun = CONTROL_FLOW[name][0]
     args = make_args(name, seed)
     eager_args = [wrap(a) if isinstance(a, np.ndarray) else a for a in args]
     with build.use("closure_convert", convert, verify=False):
