@@ -8,13 +8,24 @@ then the sub-Jaxprs are cleaned in turn. Invars are never removed (they are the 
 
     before: { lambda ; a:f64[3]. let b:f64[3] = sin a; c:f64[3] = cos a in (c,) }
     after:  { lambda ; a:f64[3]. let c:f64[3] = cos a in (c,) }
+
+The pass runs the build track's piece `dce` (`minijit/build.py`): `dce_jaxpr` below, or a
+learner's `dce_jaxpr(jaxpr) -> Jaxpr` after `build.use("dce", ...)` (chapter 07's exercise).
+A learner's result is checked before the pipeline goes on: same invars, outputs of the same
+types, only equations of the program (in its order, some outputs dropped at most), and every
+equation with effects kept, sub-Jaxprs included; `run_passes` then typechecks it.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from minijit.ir import Eqn, Jaxpr, Var
+import numpy as np
+
+from minijit import build
+from minijit import primitives as P
+from minijit.core import ShapedArray
+from minijit.ir import Eqn, Jaxpr, JaxprTypeError, Lit, Var, subjaxprs, typecheck_jaxpr
 from minijit.lax.control_flow import cond_p, scan_p
 from minijit.passes.rewrite import has_effects, jaxpr_pass
 
@@ -65,8 +76,67 @@ def _shrink(eqn: Eqn, used: list[bool]) -> Eqn:
     return replace(eqn, params=new_params) if changed else eqn
 
 
+def _effects(jaxpr: Jaxpr) -> int:
+    """How many equations with an effect of their own (`debug.print`) `jaxpr` holds, nested
+    ones included: dead code elimination never changes this number."""
+    return sum(e.primitive.effectful + sum(map(_effects, subjaxprs(e))) for e in jaxpr.eqns)
+
+
+def _check_dce(out, jaxpr: Jaxpr, *_) -> str | None:
+    """What is wrong with `out` as the result of dead code elimination on `jaxpr`, if anything."""
+    if not isinstance(out, Jaxpr):
+        return f"returned a {type(out).__name__}; it must return a Jaxpr"
+    if len(out.invars) != len(jaxpr.invars) or any(
+            a is not b for a, b in zip(out.invars, jaxpr.invars)):
+        return "changed the jaxpr's invars; they are its signature and must stay as they are"
+    if any(all(v is not c for c in jaxpr.constvars) for v in out.constvars):
+        return "returned constvars that are not the program's; it may only drop some"
+    if [a.aval for a in out.outvars] != [a.aval for a in jaxpr.outvars]:
+        return (f"returned a jaxpr with outputs {[a.aval.str_short() for a in out.outvars]}, "
+                f"where the program's are {[a.aval.str_short() for a in jaxpr.outvars]}")
+    original = iter(jaxpr.eqns)  # each kept equation is one of the program's, in its order
+    for k, e in enumerate(out.eqns):
+        if not any(o.primitive is e.primitive and len(o.invars) == len(e.invars)
+                   and all(a is b for a, b in zip(o.invars, e.invars))
+                   and _subsequence(e.outvars, o.outvars) for o in original):
+            return (f"returned equation {k} ({e.primitive.name}), which is not one of the "
+                    "program's, or not in its order: dead code elimination only removes")
+    if _effects(out) != _effects(jaxpr):
+        return (f"kept {_effects(out)} of the {_effects(jaxpr)} equations with effects "
+                "(debug.print), counting those inside sub-jaxprs; every one must stay")
+    try:
+        typecheck_jaxpr(out)
+    except JaxprTypeError as e:  # usually: an equation removed whose output is still read
+        return f"returned a program that does not typecheck: {e}"
+    return None
+
+
+def _subsequence(part, whole) -> bool:
+    rest = iter(whole)
+    return all(any(a is b for b in rest) for a in part)
+
+
+def _selftest(candidate) -> str | None:
+    """Run a candidate on `{ lambda ; a. let b = sin a; c = mul a 2.0; d = cos c in (d,) }`."""
+    f64 = ShapedArray((3,), np.dtype(np.float64))
+    a, b, c, d = Var(f64), Var(f64), Var(f64), Var(f64)
+    two = Lit(2.0, ShapedArray((), np.dtype(np.float64), weak_type=True))
+    jaxpr = Jaxpr((), (a,), (Eqn(P.sin_p, (a,), (b,)), Eqn(P.mul_p, (a, two), (c,)),
+                             Eqn(P.cos_p, (c,), (d,))), (d,))
+    out = candidate(jaxpr)
+    problem = _check_dce(out, jaxpr)
+    if problem is None and [e.primitive for e in out.eqns] != [P.mul_p, P.cos_p]:
+        problem = (f"kept {[e.primitive.name for e in out.eqns]} of sin, mul, cos, where only "
+                   "mul and cos are live")
+    return problem
+
+
+build.register("dce", dce_jaxpr, chapter="07_the_optimizer",
+               signature="dce_jaxpr(jaxpr) -> Jaxpr", check=_check_dce, selftest=_selftest)
+
+
 def _dce(jaxpr: Jaxpr, const_values: dict) -> Jaxpr:
-    return dce_jaxpr(jaxpr)
+    return build.call("dce", jaxpr)
 
 
 dce = jaxpr_pass(_dce, name="dce", doc=__doc__)

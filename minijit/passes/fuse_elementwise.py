@@ -28,10 +28,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from minijit import build
 from minijit import primitives as P
 from minijit.core import Primitive, ShapedArray, abstract_eval_rules, impl_rules
 from minijit.interpret import eval_jaxpr
-from minijit.ir import Eqn, Jaxpr, Var
+from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.passes.rewrite import Substitution, has_effects, jaxpr_pass, map_subjaxprs
 
 fused_p = Primitive("fused", multiple_results=True)
@@ -72,10 +75,17 @@ def fuse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
         jaxpr = fused
 
 
-def _fuse_once(jaxpr: Jaxpr) -> Jaxpr:
+def fusion_groups(jaxpr: Jaxpr) -> list[list[int]]:
+    """Rules 2-5: which equations of `jaxpr` (its own, not its sub-Jaxprs') form one kernel.
+
+    Returns groups of equation indices, each in program order; a group of one is no kernel
+    and may be left out. This is the build track's piece `fusion_groups`: `_fuse_once` asks
+    `build.call("fusion_groups", jaxpr)`, so a learner's version (`build.use`) decides the
+    kernels of `mj.jit` and `run_passes` too; `_check_groups` vets what it returns.
+    """
     groups: list[_Group] = []
     owner: dict[int, _Group] = {}  # id(var) -> the group that produces it
-    program: list[Eqn] = []  # every equation, sub-Jaxprs already fused
+    index = {id(e): i for i, e in enumerate(jaxpr.eqns)}
 
     def merge(into: _Group, other: _Group):
         into.eqns.extend(other.eqns)
@@ -85,9 +95,6 @@ def _fuse_once(jaxpr: Jaxpr) -> Jaxpr:
         groups.remove(other)
 
     for eqn in jaxpr.eqns:
-        if eqn.primitive is not fused_p:  # a kernel is already fused: do not nest another
-            eqn = map_subjaxprs(eqn, fuse_jaxpr)
-        program.append(eqn)
         feeding = []
         for a in eqn.invars:
             g = owner.get(id(a)) if isinstance(a, Var) else None
@@ -118,12 +125,91 @@ def _fuse_once(jaxpr: Jaxpr) -> Jaxpr:
                 owner[id(v)] = target
             if target.reduction:
                 target.open = False
+    return [sorted(index[id(e)] for e in g.eqns) for g in groups if len(g.eqns) > 1]  # rule 5
 
-    groups = [g for g in groups if len(g.eqns) > 1]  # rule 5
+
+def _fuse_once(jaxpr: Jaxpr) -> Jaxpr:
+    # every equation, sub-Jaxprs already fused (a kernel is already fused: do not nest another)
+    program = [e if e.primitive is fused_p else map_subjaxprs(e, fuse_jaxpr)
+               for e in jaxpr.eqns]
+    groups = []
+    for members in build.call("fusion_groups", jaxpr):
+        if len(members) > 1:  # rule 5
+            g = _Group(program[members[-1]].outvars[0].aval.shape)
+            g.eqns = [program[i] for i in sorted(members)]
+            g.reduction = g.eqns[-1].primitive in FUSIBLE_REDUCTIONS
+            groups.append(g)
     if not groups:
         return jaxpr if all(a is b for a, b in zip(program, jaxpr.eqns)) else Jaxpr(
             jaxpr.constvars, jaxpr.invars, tuple(program), jaxpr.outvars)
     return _emit(jaxpr, program, groups)
+
+
+def _check_groups(groups, jaxpr: Jaxpr) -> str | None:
+    """What is wrong with `groups` as the kernels of `jaxpr`, if anything: each index once,
+    each group fusible (`may_fuse`, one shape, a reduction only last), and no cycle (each
+    group can run where its last member was: everything it reads is computed before)."""
+    if not isinstance(groups, (list, tuple)) or not all(
+            isinstance(g, (list, tuple)) for g in groups):
+        return f"returned {type(groups).__name__}; it must return a list of lists of indices"
+    n, seen = len(jaxpr.eqns), set()
+    for k, members in enumerate(groups):
+        if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+                   and 0 <= i < n for i in members):
+            return f"returned group {k} = {list(members)}: indices must be ints in range({n})"
+        if seen & set(members) or len(set(members)) < len(members):
+            return f"returned group {k} = {list(members)}, with an equation in two groups"
+        seen |= set(members)
+        if len(members) < 2:
+            continue
+        eqns = [jaxpr.eqns[i] for i in sorted(members)]
+        *body, last = eqns
+        reduction = last.primitive in FUSIBLE_REDUCTIONS and not has_effects(last)
+        shape = last.invars[0].aval.shape if reduction else last.outvars[0].aval.shape
+        for i, e in zip(sorted(members), eqns if not reduction else body):
+            if not may_fuse(e):
+                return (f"returned group {k} = {list(members)}, whose equation {i} "
+                        f"({e.primitive.name}) may not fuse (may_fuse is False)")
+            if e.outvars[0].aval.shape != shape:
+                return (f"returned group {k} = {list(members)}, whose equations iterate over "
+                        f"different shapes ({e.outvars[0].aval.shape} and {shape})")
+    member_of = {i: k for k, members in enumerate(groups) if len(members) > 1 for i in members}
+    last_of = {k: max(members) for k, members in enumerate(groups) if len(members) > 1}
+    defined = {id(v) for v in (*jaxpr.constvars, *jaxpr.invars)}
+    for i, e in enumerate(jaxpr.eqns):  # emit the program as _emit does, in this order
+        k = member_of.get(i)
+        if k is not None and last_of[k] != i:
+            continue
+        eqns = [jaxpr.eqns[m] for m in sorted(groups[k])] if k is not None else [e]
+        inside = {id(v) for m in eqns for v in m.outvars}
+        for m in eqns:
+            for a in m.invars:
+                if isinstance(a, Var) and id(a) not in defined and id(a) not in inside:
+                    what = f"group {k} = {list(groups[k])}" if k is not None else f"equation {i}"
+                    return (f"returned groups with a cycle: {what} reads a value that is "
+                            "computed only after it (a group must close when an equation "
+                            "outside it reads one of its values)")
+        defined |= inside
+    return None
+
+
+def _selftest(candidate) -> str | None:
+    """Run a candidate on `{ lambda ; a:f64[3]. let b = sin a; c = mul b 2.0; d = sum c }`."""
+    f64, scalar = ShapedArray((3,), np.dtype(np.float64)), ShapedArray((), np.dtype(np.float64))
+    a, b, c, d = Var(f64), Var(f64), Var(f64), Var(scalar)
+    two = Lit(2.0, ShapedArray((), np.dtype(np.float64), weak_type=True))
+    jaxpr = Jaxpr((), (a,), (Eqn(P.sin_p, (a,), (b,)), Eqn(P.mul_p, (b, two), (c,)),
+                             Eqn(P.reduce_sum_p, (c,), (d,), {"axes": (0,)})), (d,))
+    groups = candidate(jaxpr)
+    problem = _check_groups(groups, jaxpr)
+    if problem is None and [sorted(g) for g in groups if len(g) > 1] != [[0, 1, 2]]:
+        problem = f"returned {groups}, where sin, mul and the sum form one kernel, [[0, 1, 2]]"
+    return problem
+
+
+build.register("fusion_groups", fusion_groups, chapter="07_the_optimizer",
+               signature="fusion_groups(jaxpr) -> list of lists of equation indices",
+               check=_check_groups, selftest=_selftest)
 
 
 def _emit(jaxpr: Jaxpr, program: list[Eqn], groups: list[_Group]) -> Jaxpr:

@@ -22,15 +22,31 @@ result:
   then patched into ``fuse_elementwise`` (restored afterwards): the kernels it builds and the
   values must match.
 
+- ``ex07_dce`` (build): ``dce_jaxpr(jaxpr) -> Jaxpr``, minijit's piece ``dce``
+  (``minijit.build``). Each case is a program of ``minijit.grading.programs`` (traced with a
+  dead copy of itself, so that every one has dead code) or a program with effects and dead
+  code in sub-Jaxprs, optimized by the pipeline with the learner's piece switched in; the
+  values and printed text must be minijit's, and the property is measured: no dead equation
+  left at any level, every equation with effects kept.
+- ``ex07_fusion_groups`` (build): ``fusion_groups(jaxpr) -> list of lists of indices``, the
+  piece that decides ``fuse_elementwise``'s kernels (rules 2-5, with minijit's ``may_fuse``).
+  The piece's check (a ``PieceError``) refuses a group that may not fuse or makes a cycle;
+  graded on the catalogue's programs that minijit fuses and on the fusion programs above:
+  values, printed text and the kernels built (kind and members) must be minijit's.
+
 No probe runs the default pipeline or ``mj.jit``: a notebook's broken rule left in ``RULES``
-would otherwise fail exercises that have nothing to do with it.
+would otherwise fail exercises that have nothing to do with it. For the same reason every
+probe runs minijit's own ``dce`` and ``fusion_groups`` but for the one piece it grades
+(``chapter_pieces``), whatever the notebook switched in.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise
+from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get, printed
 
 # ------------------------------------------------------------------------ ex07_fold
@@ -41,6 +57,7 @@ def probe_fold(ns, source, args):
     import minijit.numpy as mnp
     from minijit import lax
     from minijit import primitives as P
+    from minijit.grading.exercises.ch07_the_optimizer import chapter_pieces
     from minijit.ir import Jaxpr, Lit, pp_eqn_alone, subjaxprs
     from minijit.passes import dce, run_passes
     from minijit.passes.rewrite import jaxpr_pass
@@ -57,7 +74,7 @@ def probe_fold(ns, source, args):
     exec(source, scope)  # a program from the case list (trusted text, not the learner's)
     arrays = [np.asarray(value, dtype=dtype) for value, dtype in args]
     closed = mj.make_jaxpr(scope["f"])(*arrays)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), chapter_pieces():  # minijit's own dce
         folded = run_passes(closed, [jaxpr_pass(my_fold), dce])
         values, text = printed(mj.eval_jaxpr, folded.jaxpr, folded.consts, *arrays)
     left = []
@@ -463,6 +480,7 @@ def probe_may_fuse(ns, source, args):
     import minijit as mj
     import minijit.numpy as mnp
     from minijit import lax
+    from minijit.grading.exercises.ch07_the_optimizer import chapter_pieces
     from minijit.ir import pp_eqn_alone, subjaxprs
     from minijit.passes import run_passes
 
@@ -493,7 +511,8 @@ def probe_may_fuse(ns, source, args):
     saved = module.may_fuse
     module.may_fuse = decide
     try:
-        fused = run_passes(closed, [module.fuse_elementwise])
+        with chapter_pieces():  # minijit's own fusion_groups, asking this may_fuse
+            fused = run_passes(closed, [module.fuse_elementwise])
     finally:
         module.may_fuse = saved
     kernels = []
@@ -632,10 +651,14 @@ EXERCISES = [
     Exercise(
         id="ex07_rule", points=2, title="A new simplify rule: x - x -> 0 for integers",
         chapter="07_the_optimizer", section="3. `simplify`: small, exact rewrite rules",
-        hint=("Return None unless both inputs are the same Var and the dtype is an integer "
-              "(dtype.kind in 'iu'). For a scalar return mj.Lit(0, out.aval); for an array, "
-              "a list with one broadcast_in_dim equation of a scalar 0 that defines the "
-              "equation's own output."),
+        hint=Hint(
+            pitfall=("x - x is 0 only when both inputs are the same Var and only for integers "
+                     "(for floats inf - inf is NaN); everything else returns None. A literal "
+                     "is a scalar, so an array output needs an equation that defines it."),
+            code=("Test x is y and out.aval.dtype.kind in 'iu'. A scalar output is replaced "
+                  "by a literal zero of its type, mj.Lit(0, out.aval); an array output by a "
+                  "list with one broadcast_in_dim equation that reads a scalar zero "
+                  "(out.aval.update(shape=())) and defines the equation's own output.")),
         probe=probe_rule, reference=lambda: {"sub_self": _reference_sub_self},
         public=_RULE_PUBLIC, hidden=_RULE_HIDDEN,
         error_hints={
@@ -669,5 +692,272 @@ EXERCISES = [
         probe=probe_may_fuse, reference=lambda: {"may_fuse": _reference_may_fuse},
         public=_FUSE_PUBLIC, hidden=_FUSE_HIDDEN,
         error_hints={"IndexError": _NO_OUTPUTS_HINT},
+    ),
+]
+
+
+# ------------------------------------------------------------------------ the build track
+#
+# ex07_dce and ex07_fusion_groups grade two pieces of minijit (`minijit.build`): each case is
+# one program, traced, then optimized by minijit's pipeline with the learner's piece switched
+# in (`build.use(..., verify=False)`), so `run_passes` calls it where it calls minijit's own,
+# with its checks (a wrong result is a PieceError naming the piece) and its typecheck. The
+# pipeline is PIPELINE without `simplify`: a rule a notebook left in RULES must not fail
+# these exercises. The values the optimized program computes (and what it prints) must equal
+# those of minijit's own pipeline, and a property is measured on the result.
+
+
+@contextlib.contextmanager
+def chapter_pieces(**mine):
+    """Switch chapter 07's build pieces (`dce`, `fusion_groups`) to minijit's own, except
+    those given as `name=function`, for one block: a piece the notebook switched in
+    (`build.use`) must not take part in another exercise's grade."""
+    from minijit import build
+
+    with contextlib.ExitStack() as stack:
+        for name in ("dce", "fusion_groups"):
+            fn = mine.get(name, build.PIECES[name].reference)
+            stack.enter_context(build.use(name, fn, verify=False))
+        yield
+
+
+def optimized_with(piece: str, fn, closed):
+    """`closed` through PIPELINE (less `simplify`) with `fn` as minijit's piece `piece`."""
+    from minijit.passes import PIPELINE, run_passes, simplify
+
+    with np.errstate(all="ignore"), chapter_pieces(**{piece: fn}):
+        return run_passes(closed, [p for p in PIPELINE if p is not simplify])
+
+
+def dead_equations(jaxpr) -> list[str]:
+    """The equations no output needs and without effects, at every level of `jaxpr`."""
+    from minijit.ir import Var, pp_eqn_alone, subjaxprs
+    from minijit.passes.rewrite import has_effects
+
+    dead = []
+    live = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    for e in reversed(jaxpr.eqns):
+        if not has_effects(e) and not any(id(v) in live for v in e.outvars):
+            dead.append(pp_eqn_alone(e).split("\n")[0])
+        live.update(id(a) for a in e.invars if isinstance(a, Var))
+        for sub in subjaxprs(e):
+            dead += dead_equations(sub)
+    return dead
+
+
+def kernels(jaxpr) -> list:
+    """Each `fused` equation of `jaxpr`, at every level: its kind and its members' names."""
+    from minijit.ir import subjaxprs
+    from minijit.passes import fused_p
+
+    out = []
+    for e in jaxpr.eqns:
+        if e.primitive is fused_p:
+            out.append([e.params["kind"], [m.primitive.name for m in e.params["jaxpr"].eqns]])
+        else:
+            for sub in subjaxprs(e):
+                out += kernels(sub)
+    return out
+
+
+def _traced(source, args, dead_copy: bool = False):
+    """A case's program, from the catalogue (`source` is its name, `args` the seed) or from
+    source text that defines `f` (trusted text of the case list, `args` its arguments).
+
+    With `dead_copy`, a catalogue program first runs once more, on `-(-x)` for each input
+    `x`, and that result is never read: dead code that `cse` cannot merge away (`simplify`
+    could, and is not in the graded pipeline), so every program has some for `dce`."""
+    import minijit as mj
+    import minijit.numpy as mnp
+    from minijit import lax
+    from minijit.grading.programs import PROGRAMS, make_args
+
+    if source in PROGRAMS:
+        fun, arrays = PROGRAMS[source][0], make_args(source, args)
+        if dead_copy:
+            program = fun
+
+            def fun(*xs):
+                program(*[mnp.negative(-x) for x in xs])  # traced, then never read
+                return program(*xs)
+    else:
+        scope = {"np": np, "mj": mj, "mnp": mnp, "lax": lax}
+        exec(source, scope)
+        fun, arrays = scope["f"], [np.asarray(value, dtype=dtype) for value, dtype in args]
+    closed = mj.make_jaxpr(fun)(*arrays)
+    leaves = [np.asarray(x, dtype=v.aval.dtype) for x, v in zip(arrays, closed.jaxpr.invars)]
+    return closed, leaves
+
+
+def probe_dce(ns, source, args):
+    import minijit as mj
+    from minijit.grading.exercises.ch07_the_optimizer import (
+        _traced,
+        dead_equations,
+        optimized_with,
+    )
+    from minijit.passes.dce import _effects
+
+    closed, leaves = _traced(source, args, dead_copy=True)
+    out = optimized_with("dce", get(ns, "dce_jaxpr"), closed)
+    with np.errstate(all="ignore"):
+        values, text = printed(mj.eval_jaxpr, out.jaxpr, out.consts, *leaves)
+    return {"values": [np.asarray(v) for v in values], "printed": text,
+            "dead_left": dead_equations(out.jaxpr), "effects_kept": _effects(out.jaxpr)}
+
+
+def probe_fusion_groups(ns, source, args):
+    import minijit as mj
+    from minijit.grading.exercises.ch07_the_optimizer import _traced, kernels, optimized_with
+
+    closed, leaves = _traced(source, args)
+    out = optimized_with("fusion_groups", get(ns, "fusion_groups"), closed)
+    with np.errstate(all="ignore"):
+        values, text = printed(mj.eval_jaxpr, out.jaxpr, out.consts, *leaves)
+    return {"values": [np.asarray(v) for v in values], "printed": text,
+            "kernels": kernels(out.jaxpr)}
+
+
+def _reference_dce():
+    import minijit as mj
+    from minijit.passes.rewrite import has_effects, map_subjaxprs
+
+    def dce_jaxpr(jaxpr):
+        live = {id(a) for a in jaxpr.outvars if isinstance(a, mj.Var)}
+        kept = []
+        for eqn in reversed(jaxpr.eqns):
+            if not has_effects(eqn) and not any(id(v) in live for v in eqn.outvars):
+                continue
+            eqn = map_subjaxprs(eqn, dce_jaxpr)
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.invars if isinstance(a, mj.Var))
+        constvars = tuple(v for v in jaxpr.constvars if id(v) in live)
+        return mj.Jaxpr(constvars, jaxpr.invars, tuple(reversed(kept)), jaxpr.outvars)
+
+    return {"dce_jaxpr": dce_jaxpr}
+
+
+def _reference_fusion_groups():
+    from minijit.passes.fuse_elementwise import fusion_groups
+
+    return {"fusion_groups": fusion_groups}
+
+
+def _catalogue(names, seed: int = 0) -> tuple[Case, ...]:
+    return tuple(Case(f"program {n}" + (f" (seed {seed})" if seed else ""), (n, seed))
+                 for n in names)
+
+
+def _catalogue_rest(public) -> tuple[Case, ...]:
+    from minijit.grading.programs import PROGRAMS
+
+    return _catalogue([n for n in PROGRAMS if n not in public]) + _catalogue(public, seed=1)
+
+
+_DCE_PUBLIC_NAMES = ("sin_cos", "two_outputs", "unread_output", "cond", "fori_loop")
+_DCE_EFFECTS_HINT = ("An equation with effects stays even when nothing reads its outputs "
+                     "(a debug.print has none): has_effects(eqn) looks inside sub-jaxprs too, "
+                     "so a cond whose branch prints stays, although cond is not effectful.")
+_DCE_SUB_HINT = ("Sub-jaxprs (branches, loop bodies) have dead code of their own: clean "
+                 "each kept equation's sub-jaxprs with your function too.")
+
+_DCE_PUBLIC = _catalogue(_DCE_PUBLIC_NAMES) + (
+    _program("dead chains: sin then cos, never read",
+             "def f(x):\n    a = mnp.cos(mnp.sin(x))\n    b = mnp.exp(x) * 2.0\n"
+             "    return x + 1.0", _F3),
+    _program("a debug.print stays", "def f(x):\n    mj.debug.print('x = {}', x * 2.0)\n"
+             "    return mnp.sin(x)", _F3, hint=_DCE_EFFECTS_HINT),
+    _program("dead code inside a fori_loop body",
+             "def f(x):\n    def body(i, c):\n        unused = mnp.exp(c) * 3.0\n"
+             "        return c * 0.5\n    return lax.fori_loop(0, 3, body, x)", _F3,
+             hint=_DCE_SUB_HINT),
+)
+
+_DCE_HIDDEN = _catalogue_rest(_DCE_PUBLIC_NAMES) + (
+    _program("an unread cond whose branch prints stays",
+             "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
+             "        return x * 2.0\n    lax.cond(p, loud, lambda x: x, x)\n"
+             "    return x - 1.0", (True, "bool"), _F3, hint=_DCE_EFFECTS_HINT),
+    _program("an unread cond without effects goes",
+             "def f(p, x):\n    lax.cond(p, lambda x: mnp.sin(x), lambda x: x, x)\n"
+             "    return x * 3.0", (False, "bool"), _F3),
+    _program("dead code in both branches of a cond",
+             "def f(p, x):\n    def a(x):\n        unused = mnp.tanh(x)\n        return x + 1.0\n"
+             "    def b(x):\n        unused = mnp.exp(x) + 2.0\n        return -x\n"
+             "    return lax.cond(p, a, b, x)", (True, "bool"), _F3, hint=_DCE_SUB_HINT),
+    _program("a cond output nobody reads", "def f(p, x):\n    a, b = lax.cond(p, lambda x: "
+             "(x * 2.0, mnp.sin(x)), lambda x: (x - 1.0, x), x)\n    return a",
+             (True, "bool"), _F3),
+    _program("a debug.print inside a loop body",
+             "def f(x):\n    def body(i, c):\n        mj.debug.print('c = {}', c)\n"
+             "        unused = c * 9.0\n        return c + 1.0\n"
+             "    return lax.fori_loop(0, 2, body, x)", _F3, hint=_DCE_EFFECTS_HINT),
+    _program("nothing is dead", "def f(x, y):\n    return mnp.sin(x) * y, x - y", _F3, _F3),
+    _program("a captured constant that only dead code reads",
+             "W = np.array([1.0, 2.0, 3.0])\n\ndef f(x):\n    unused = x * W\n"
+             "    return x + 1.0", _F3,
+             hint=("A constvar only dead code reads is dead too: keep the constvars that "
+                   "a kept equation or an output reads, and drop the others.")),
+)
+
+# The catalogue programs in which minijit's pipeline builds a kernel (tests/test_build.py
+# checks the list): in the others, a piece that fuses nothing would agree too.
+FUSING = ("sin_cos", "scale_shift", "int_arith", "exp_log", "where", "softmax", "long_chain",
+          "fori_loop", "nested_jit")
+_FG_PUBLIC_NAMES = ("sin_cos", "softmax", "long_chain", "where")
+_FG_PUBLIC = _catalogue(_FG_PUBLIC_NAMES) + _FUSE_PUBLIC
+_FG_HIDDEN = (_catalogue([n for n in FUSING if n not in _FG_PUBLIC_NAMES])
+              + _catalogue(_FG_PUBLIC_NAMES, seed=1)
+              + tuple(c for c in _FUSE_HIDDEN if c.probe is None))
+
+_FG_CYCLE_HINT = ("A group closes as soon as an equation outside it reads one of its values "
+                  "(rule 4): afterwards nothing joins it, or the kernel would need a value "
+                  "computed after it, a cycle. Close every group that feeds an equation, "
+                  "except the one the equation joins.")
+_PIECE_HINT = ("minijit ran your piece inside run_passes and found its result wrong; the "
+               "message says what (an equation dropped, a group that may not fuse, ...).")
+
+EXERCISES += [
+    Exercise(
+        id="ex07_dce", points=3, title="minijit's dead code elimination, dce_jaxpr",
+        chapter="07_the_optimizer",
+        section="5. `dce`: drop what no output needs",
+        hint=Hint(
+            pitfall=("Liveness runs backwards: an equation is live when an output of the "
+                     "jaxpr, or an input of a live equation after it, is one of its outputs. "
+                     "Equations with effects are always live; invars never go."),
+            code=("Walk reversed(jaxpr.eqns) with a set live of id(var), starting from the "
+                  "outvars that are Vars; skip an equation when not has_effects(eqn) and none "
+                  "of its outvars is live, else clean it with map_subjaxprs(eqn, dce_jaxpr) "
+                  "and add its invars to live. Keep the live constvars and return "
+                  "mj.Jaxpr(constvars, jaxpr.invars, kept in program order, jaxpr.outvars).")),
+        probe=probe_dce, reference=_reference_dce,
+        public=_DCE_PUBLIC, hidden=_DCE_HIDDEN,
+        error_hints={
+            "PieceError": Hint(_PIECE_HINT + " Only remove: keep the invars, the outputs and "
+                               "every equation that has effects or a live output."),
+            "PassError": _PASS_ERROR_HINT,
+        },
+    ),
+    Exercise(
+        id="ex07_fusion_groups", points=3, title="minijit's fusion grouping, fusion_groups",
+        chapter="07_the_optimizer",
+        section="6. `fuse_elementwise`: one kernel instead of many arrays",
+        hint=Hint(
+            pitfall=("Follow rules 2-5 in order, one equation at a time: join a group that "
+                     "produced one of its inputs, is still open and has its shape; a "
+                     "reduction only ends a group; a group that feeds any other equation "
+                     "closes."),
+            code=("Keep a list of groups (members, shape, open, reduction) and a dict "
+                  "owner from id(var) to the group producing it. For eqn i: feeding = the "
+                  "groups owning its Var inputs; if fusible(eqn), join the first open, "
+                  "non-reduction feeding group of its output shape (merging the other such "
+                  "groups into it) or start one; elif eqn.primitive in FUSIBLE_REDUCTIONS and "
+                  "not has_effects(eqn), join the group owning invars[0] if it is open, of "
+                  "invars[0]'s shape, and close it. Then close every other feeding group. "
+                  "Return the members of each group, sorted.")),
+        probe=probe_fusion_groups, reference=_reference_fusion_groups,
+        public=_FG_PUBLIC, hidden=_FG_HIDDEN,
+        error_hints={"PieceError": Hint(_PIECE_HINT + " " + _FG_CYCLE_HINT)},
     ),
 ]
