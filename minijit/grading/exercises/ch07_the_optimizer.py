@@ -900,7 +900,7 @@ _DCE_HIDDEN = _catalogue_rest(_DCE_PUBLIC_NAMES) + (
                    "a kept equation or an output reads, and drop the others.")),
 )
 
-# The catalogue programs in which minijit's pipeline builds a kernel (tests/test_build.py
+# The catalogue programs in which minijit's pipeline builds a kernel (tests/test_build_optimizer.py
 # checks the list): in the others, a piece that fuses nothing would agree too.
 FUSING = ("sin_cos", "scale_shift", "int_arith", "exp_log", "where", "softmax", "long_chain",
           "fori_loop", "nested_jit")

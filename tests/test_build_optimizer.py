@@ -1,0 +1,243 @@
+"""The build track's chapter 07 pieces: `dce` and `fusion_groups` (`minijit.build`).
+
+- the solution's pieces of `solutions/07_the_optimizer.ipynb`, switched in, optimize the
+  whole catalogue (`tests/catalogue.py`) to programs that compute what minijit's own pipeline
+  computes, with no dead equation left and exactly minijit's kernels;
+- a piece that returns a wrong program (or wrong groups) is stopped with a `PieceError` that
+  names it, in `run_passes` and in `mj.jit`, never with a wrong result; reset restores;
+- the graded exercises' cases all run on the reference, and `FUSING` lists the catalogue
+  programs that minijit fuses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from catalogue import PROGRAMS
+
+import minijit as mj
+import minijit.numpy as mnp
+from minijit import build, config, lax
+from minijit.grading import programs as graded
+from minijit.grading.cases import error_of
+from minijit.grading.checking import expected_value
+from minijit.grading.exercises import ch07_the_optimizer as ch07
+from minijit.grading.registry import default_exercises
+from minijit.ir import Jaxpr
+from minijit.passes import PassError, dce, fuse_elementwise, run_passes
+from minijit.passes.dce import dce_jaxpr
+from minijit.passes.fuse_elementwise import fusion_groups
+from minijit.tree_util import tree_leaves
+
+SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / "07_the_optimizer.ipynb"
+
+
+@pytest.fixture(autouse=True)
+def _reference_pieces():
+    build.reset()
+    yield
+    build.reset()
+
+
+def _solution_pieces() -> dict:
+    """`dce_jaxpr` and `fusion_groups` as the solution notebook defines them (its import
+    cell and the two exercise cells, nothing else; the import cell's config is undone)."""
+    cells = nbformat.read(SOLUTION, as_version=4).cells
+    sources = [c.source for c in cells if c.cell_type == "code"]
+    ns: dict = {"__name__": "solution"}
+    saved = dict(config._values)
+    try:
+        exec(compile(sources[0], str(SOLUTION), "exec"), ns)
+    finally:
+        config._values.clear()
+        config._values.update(saved)
+    for header in ("# EXERCISE ex07_dce", "# EXERCISE ex07_fusion_groups"):
+        (source,) = [s for s in sources if s.startswith(header)]
+        exec(compile(source, str(SOLUTION), "exec"), ns)
+    return {"dce": ns["dce_jaxpr"], "fusion_groups": ns["fusion_groups"]}
+
+
+def _optimized_and_run(prog, args):
+    """The program after minijit's pipeline, what it computes, and what `jit` computes."""
+    fn = prog.minijit_fn()
+    closed = mj.make_jaxpr(fn, static_argnums=prog.static_argnums)(*args)
+    leaves = tree_leaves(tuple(a for i, a in enumerate(args) if i not in prog.static_argnums))
+    with np.errstate(all="ignore"):
+        out = run_passes(closed)
+        values = list(mj.eval_jaxpr(out.jaxpr, out.consts, *leaves))
+        values += tree_leaves(mj.jit(fn, static_argnums=prog.static_argnums,
+                                     backend="interpreter")(*args))
+    return out, [np.asarray(v) for v in values]
+
+
+def test_the_solution_optimizes_the_whole_catalogue():
+    pieces = _solution_pieces()
+    mismatches, dead, other_kernels = [], [], []
+    for prog in PROGRAMS:
+        args = prog.make_args()
+        want_program, want = _optimized_and_run(prog, args)
+        with build.use("dce", pieces["dce"]), build.use("fusion_groups",
+                                                         pieces["fusion_groups"]):
+            assert build.using() == pieces
+            got_program, got = _optimized_and_run(prog, args)
+        if not (len(got) == len(want) and all(
+                g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w, equal_nan=True)
+                for g, w in zip(got, want))):
+            mismatches.append(prog.name)
+        if ch07.dead_equations(got_program.jaxpr):
+            dead.append(prog.name)
+        if ch07.kernels(got_program.jaxpr) != ch07.kernels(want_program.jaxpr):
+            other_kernels.append(prog.name)
+    agree = len(PROGRAMS) - len(mismatches)
+    assert not mismatches, f"{agree}/{len(PROGRAMS)} programs agree; they differ on {mismatches}"
+    assert not dead, f"dead code left in {dead}"
+    assert not other_kernels, f"other kernels than minijit's in {other_kernels}"
+    assert build.using() == {}
+
+
+def test_the_pieces_are_reached_from_run_passes_and_jit():
+    calls = []
+
+    def counting_dce(jaxpr):
+        calls.append("dce")
+        return dce_jaxpr(jaxpr)
+
+    def counting_groups(jaxpr):
+        calls.append("fusion_groups")
+        return fusion_groups(jaxpr)
+
+    x = np.arange(3.0)
+    build.use("dce", counting_dce)
+    build.use("fusion_groups", counting_groups)
+    calls.clear()  # the selftests called them once each
+    np.testing.assert_allclose(mj.jit(lambda v: mnp.sin(v) * 2.0 + 1.0)(x),
+                               np.sin(x) * 2.0 + 1.0)
+    assert "dce" in calls and "fusion_groups" in calls
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def _printing(x):
+    mj.debug.print("x = {}", x)
+    y = mnp.sin(x) * 2.0
+    return lax.cond(mnp.sum(y) > 0, lambda v: v + 1.0, lambda v: -v, y)
+
+
+def _fails_naming(piece: str, match: str, run) -> None:
+    with pytest.raises(build.PieceError, match=match) as e:
+        run()
+    assert e.value.piece == piece
+    assert f"build.reset('{piece}')" in str(e.value)
+
+
+def _keep(jaxpr, keep) -> Jaxpr:
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, tuple(e for e in jaxpr.eqns if keep(e)),
+                 jaxpr.outvars)
+
+
+@pytest.mark.parametrize("broken, match", [
+    (lambda j: _keep(j, lambda e: e.primitive.effectful), "does not typecheck"),
+    (lambda j: _keep(j, lambda e: not e.primitive.effectful),
+     "kept 0 of the 1 equations with effects"),
+    (lambda j: Jaxpr(j.constvars, j.invars, j.eqns, j.outvars[:0]), "returned a jaxpr with "
+     "outputs"),
+    (lambda j: Jaxpr(j.constvars, tuple(mj.Var(v.aval) for v in j.invars), j.eqns, j.outvars),
+     "changed the jaxpr's invars"),
+    (lambda j: Jaxpr(j.constvars, j.invars, j.eqns[::-1], j.outvars), "not in its order"),
+    (lambda j: None, "returned a NoneType"),
+    (lambda j: 1 / 0, "raised ZeroDivisionError"),
+])
+def test_a_broken_dce_names_itself_and_reset_restores(broken, match):
+    x = np.array([0.5, -1.0, 2.0])
+    closed = mj.make_jaxpr(_printing)(x)
+    build.use("dce", broken, verify=False)
+    _fails_naming("dce", match, lambda: run_passes(closed, [dce]))
+    _fails_naming("dce", match, lambda: mj.jit(_printing, backend="interpreter")(x))
+    build.reset("dce")
+    assert build.using() == {}
+    assert str(run_passes(closed, [dce]).jaxpr) == str(dce_jaxpr(closed.jaxpr))
+    np.testing.assert_allclose(mj.jit(_printing, backend="interpreter")(x),
+                               np.sin(x) * 2.0 + 1.0)
+
+
+def _reversed_pair(x):
+    y = mnp.sin(x)
+    return y * y[::-1] + mnp.dot(x, x)
+
+
+@pytest.mark.parametrize("broken, match", [
+    (lambda j: [list(range(len(j.eqns)))], r"may not fuse \(may_fuse is False\)"),
+    (lambda j: [[0, 2]] if len(j.eqns) == 5 else [], "a cycle"),
+    (lambda j: [[0, 0]] if j.eqns else [], "an equation in two groups"),
+    (lambda j: [[0, len(j.eqns)]], r"indices must be ints in range"),
+    (lambda j: {0: 1}, "must return a list of lists"),
+    (lambda j: None, "returned NoneType"),
+])
+def test_broken_fusion_groups_name_themselves_and_reset_restores(broken, match):
+    x = np.array([0.5, -1.0, 2.0])
+    closed = mj.make_jaxpr(_reversed_pair)(x)
+    # sin, rev, mul, dot, add: sin with mul would read rev, which reads sin: a cycle
+    assert [e.primitive.name for e in closed.eqns] == ["sin", "rev", "mul", "dot_general",
+                                                       "add"]
+    build.use("fusion_groups", broken, verify=False)
+    _fails_naming("fusion_groups", match, lambda: run_passes(closed, [fuse_elementwise]))
+    _fails_naming("fusion_groups", match,
+                  lambda: mj.jit(_reversed_pair, backend="interpreter")(x))
+    build.reset()
+    want = np.sin(x) * np.sin(x)[::-1] + x @ x
+    np.testing.assert_allclose(mj.jit(_reversed_pair, backend="interpreter")(x), want)
+
+
+def test_other_shapes_in_one_group_are_refused():
+    x = np.ones((2, 3))
+    closed = mj.make_jaxpr(lambda v: (mnp.sin(v), mnp.cos(v[0])))(x)
+    build.use("fusion_groups", lambda j: [[i for i, e in enumerate(j.eqns)
+                                           if e.primitive.name in ("sin", "cos")]],
+              verify=False)
+    with pytest.raises(build.PieceError, match="different shapes"):
+        run_passes(closed, [fuse_elementwise])
+
+
+def test_verify_keeps_minijits_own_pieces(capsys):
+    build.use("dce", lambda j: j)  # keeps the dead sin of the small example
+    build.use("fusion_groups", lambda j: [])  # fuses nothing
+    assert build.using() == {}
+    err = capsys.readouterr().err
+    assert "minijit keeps its own dce" in err and "minijit keeps its own fusion_groups" in err
+
+
+def test_a_typecheck_failure_after_the_check_is_still_a_pass_error():
+    """run_passes' own typecheck stays behind the pieces' checks (here: minijit's dce)."""
+    closed = mj.make_jaxpr(lambda v: v * 2.0)(np.ones(2))
+    with pytest.raises(PassError, match="pass `bad`"):
+        def bad(c):
+            return type(c)(_keep(c.jaxpr, lambda e: False), c.consts)
+
+        run_passes(closed, [bad])
+
+
+# --------------------------------------------------------------------------- the grader
+
+
+def test_fusing_lists_the_programs_minijit_fuses():
+    fusing = [name for name in graded.PROGRAMS if ch07.kernels(
+        run_passes(mj.make_jaxpr(graded.PROGRAMS[name][0])(*graded.make_args(name, 0))).jaxpr)]
+    assert tuple(fusing) == ch07.FUSING
+
+
+def test_every_dce_case_has_dead_code_before_the_pass():
+    """The catalogue cases trace a dead copy of the program: each has something to remove."""
+    for name in graded.PROGRAMS:
+        closed, _ = ch07._traced(name, 0, dead_copy=True)
+        assert ch07.dead_equations(closed.jaxpr), name
+
+
+@pytest.mark.parametrize("ex_id", ["ex07_dce", "ex07_fusion_groups"])
+def test_every_case_runs_on_the_reference(ex_id):
+    ex = default_exercises()[ex_id]
+    for key, case, _ in ex.cases():
+        assert error_of(expected_value(ex, key, case)) is None, case.name
