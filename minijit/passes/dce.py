@@ -86,21 +86,12 @@ def _check_dce(out, jaxpr: Jaxpr, *_) -> str | None:
     """What is wrong with `out` as the result of dead code elimination on `jaxpr`, if anything."""
     if not isinstance(out, Jaxpr):
         return f"returned a {type(out).__name__}; it must return a Jaxpr"
-    if len(out.invars) != len(jaxpr.invars) or any(
-            a is not b for a, b in zip(out.invars, jaxpr.invars)):
-        return "changed the jaxpr's invars; they are its signature and must stay as they are"
-    if any(all(v is not c for c in jaxpr.constvars) for v in out.constvars):
-        return "returned constvars that are not the program's; it may only drop some"
     if [a.aval for a in out.outvars] != [a.aval for a in jaxpr.outvars]:
         return (f"returned a jaxpr with outputs {[a.aval.str_short() for a in out.outvars]}, "
                 f"where the program's are {[a.aval.str_short() for a in jaxpr.outvars]}")
-    original = iter(jaxpr.eqns)  # each kept equation is one of the program's, in its order
-    for k, e in enumerate(out.eqns):
-        if not any(o.primitive is e.primitive and len(o.invars) == len(e.invars)
-                   and all(a is b for a, b in zip(o.invars, e.invars))
-                   and _subsequence(e.outvars, o.outvars) for o in original):
-            return (f"returned equation {k} ({e.primitive.name}), which is not one of the "
-                    "program's, or not in its order: dead code elimination only removes")
+    problem = _only_removes(out, jaxpr, "the jaxpr")
+    if problem:
+        return problem
     if _effects(out) != _effects(jaxpr):
         return (f"kept {_effects(out)} of the {_effects(jaxpr)} equations with effects "
                 "(debug.print), counting those inside sub-jaxprs; every one must stay")
@@ -109,6 +100,57 @@ def _check_dce(out, jaxpr: Jaxpr, *_) -> str | None:
     except JaxprTypeError as e:  # usually: an equation removed whose output is still read
         return f"returned a program that does not typecheck: {e}"
     return None
+
+
+def _only_removes(new: Jaxpr, old: Jaxpr, where: str, kept: list[int] | None = None):
+    """What `new` does besides removing equations (and unused outputs) of `old`, if anything.
+
+    `kept`: the positions of `old`'s outputs that `new` keeps (those its equation keeps, for
+    the branches of a `cond` or the body of a `scan`); None for all of them."""
+    if len(new.invars) != len(old.invars) or any(
+            a is not b for a, b in zip(new.invars, old.invars)):
+        return f"changed the invars of {where}; they are its signature and must stay as they are"
+    if any(all(v is not c for c in old.constvars) for v in new.constvars):
+        return f"returned constvars for {where} that are not its own; it may only drop some"
+    want = old.outvars if kept is None else tuple(old.outvars[p] for p in kept)
+    if len(new.outvars) != len(want) or not all(map(_same_atom, new.outvars, want)):
+        return f"changed the outputs of {where}; dead code elimination keeps them as they are"
+    original = iter(old.eqns)  # each kept equation is one of the program's, in its order
+    for k, e in enumerate(new.eqns):
+        o = next((o for o in original if o.primitive is e.primitive
+                  and len(o.invars) == len(e.invars)
+                  and all(a is b for a, b in zip(o.invars, e.invars))
+                  and _subsequence(e.outvars, o.outvars)), None)
+        if o is None:
+            return (f"returned equation {k} of {where} ({e.primitive.name}), which is not "
+                    "one of its own, or not in its order: dead code elimination only removes")
+        positions = [next(p for p, b in enumerate(o.outvars) if a is b) for a in e.outvars]
+        for key, value in e.params.items():
+            subs, before = _jaxprs(value), _jaxprs(o.params.get(key))
+            if len(subs) != len(before):
+                return f"changed the sub-jaxprs of equation {k} of {where} ({e.primitive.name})"
+            for sub, was in zip(subs, before):
+                shrunk = (positions if len(positions) < len(o.outvars)
+                          and len(was.outvars) == len(o.outvars) else None)
+                problem = _only_removes(sub, was, f"a sub-jaxpr of {e.primitive.name}", shrunk)
+                if problem:
+                    return problem
+    return None
+
+
+def _jaxprs(value) -> tuple:
+    if isinstance(value, Jaxpr):
+        return (value,)
+    if isinstance(value, tuple) and value and all(isinstance(x, Jaxpr) for x in value):
+        return value
+    return ()
+
+
+def _same_atom(a, b) -> bool:
+    if isinstance(a, Lit) and isinstance(b, Lit):
+        return a.aval == b.aval and (np.asarray(a.val, a.aval.dtype).tobytes()
+                                     == np.asarray(b.val, b.aval.dtype).tobytes())
+    return a is b
 
 
 def _subsequence(part, whole) -> bool:
