@@ -7,6 +7,8 @@
   which executes every submission in its own kernel and decides pass or fail outside it.
 - Authors write exercises once in ``solutions/`` and run ``python -m minijit.grading
   generate`` to produce ``exercises/``.
+- ``python -m minijit.grading release OUT_DIR`` writes what learners get: public cases with
+  stored expected values, no reference solutions, no hidden cases.
 
 One idea per module:
 
@@ -20,6 +22,7 @@ One idea per module:
     runner.py     one submission, whatever it does: limits, restarts, events
     scoring.py    expected values (trusted side) and points
     gradebook.py  the batch: worker pool, progress bar, CSV, feedback files
+    release.py    the student release: the course without solutions or reference solutions
     __main__.py   the command line
     exercises/    the course's exercises, one module per chapter
 

@@ -1,9 +1,10 @@
-"""Command line: ``python -m minijit.grading {generate,grade,list} ...``.
+"""Command line: ``python -m minijit.grading {generate,grade,list,release} ...``.
 
     python -m minijit.grading generate            # solutions/ -> exercises/
     python -m minijit.grading generate --check    # exit 1 and a diff when they drifted
     python -m minijit.grading grade submissions/ --out gradebook.csv --feedback-dir feedback/
     python -m minijit.grading list                # exercises, points and case counts
+    python -m minijit.grading release OUT_DIR     # what learners get, without references
 
 Heavy imports (nbformat, nbclient, the exercises and through them the minijit core) happen
 inside the subcommand that needs them, so ``--help`` and ``generate`` stay independent of
@@ -81,6 +82,33 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _release(args: argparse.Namespace) -> int:
+    from .release import ReleaseError, write_release
+
+    try:
+        warnings = write_release(args.out_dir, force=args.force)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"wrote the student release to {args.out_dir}; learners run `python3 course.py lab` "
+          "there")
+    return 0
+
+
+RELEASE_HELP = """\
+Write what learners get into OUT_DIR, from the instructor's copy this minijit was imported
+from: chapters/, exercises/ (generated afresh from solutions/), README.md (without the
+instructor's guide), course.py, pyproject.toml, environment.yml, and minijit/ with
+minijit/grading/exercises/ rewritten: each exercise's probes, hints and public cases, each
+public case with its expected value stored as a literal, computed now from the reference
+solution. check() in a learner's notebook compares with those stored values. Left out:
+solutions/, tests/, benchmarks/, the reference solutions, the hidden cases, __pycache__.
+Grade with the full course (`grade`), which adds the hidden cases.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minijit.grading",
                                      description="Autograding for the minijit course.")
@@ -118,6 +146,14 @@ def main(argv: list[str] | None = None) -> int:
     ls = sub.add_parser("list", help="list the exercises")
     ls.add_argument("--exercises", action="append", metavar="MODULE")
     ls.set_defaults(func=_list)
+
+    rel = sub.add_parser("release", help="write the student release (no reference solutions)",
+                         description=RELEASE_HELP,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    rel.add_argument("out_dir", metavar="OUT_DIR", help="the folder to write (empty or new)")
+    rel.add_argument("--force", action="store_true",
+                     help="replace the contents of a non-empty OUT_DIR")
+    rel.set_defaults(func=_release)
 
     args = parser.parse_args(argv)
     return args.func(args)

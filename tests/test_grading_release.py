@@ -1,0 +1,350 @@
+"""The student release (``python -m minijit.grading release OUT_DIR``).
+
+- it holds what a learner needs (chapters, exercises generated from solutions, README without
+  the instructor's guide, course.py, pyproject.toml, minijit) and nothing else: no solutions,
+  tests, benchmarks or compiled files;
+- its exercise modules hold no reference solution (no name, no line of one) and no hidden case
+  (no arguments, no names, no probe only hidden cases use), and they are ruff-clean;
+- in the released tree, run as a learner runs it (a fresh process, PYTHONPATH on the release):
+  ``check()`` on the untouched exercises passes nothing, on the solutions everything;
+- it refuses a non-empty OUT_DIR without ``--force``, and ``--help`` documents it.
+"""
+
+from __future__ import annotations
+
+import ast
+import dis
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from minijit.grading.cases import as_hint, probe_source
+from minijit.grading.notebook import render_exercises
+from minijit.grading.registry import COURSE_MODULES, load_exercises, load_module
+from minijit.grading.release import (
+    INSTRUCTORS_HEADING,
+    ReleaseError,
+    learner_readme,
+    write_release,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+EXERCISES = load_exercises(COURSE_MODULES)
+MODULES = [load_module(m) for m in COURSE_MODULES]
+
+
+def _env(pythonpath: Path) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MINIJIT_GRADING", "MINIJIT_GRADING_EXERCISES")}
+    return dict(env, PYTHONPATH=str(pythonpath), MPLBACKEND="Agg")
+
+
+def _release_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minijit.grading", "release", *args],
+                          cwd=cwd, env=_env(REPO), capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("release")
+    out = base / "student"
+    run = _release_cli(str(out), cwd=base)  # from elsewhere: the copy is found by the package
+    assert run.returncode == 0, run.stdout + run.stderr
+    return out
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+# ----------------------------------------------------------------------------------------
+# What is in it, and what is not
+# ----------------------------------------------------------------------------------------
+
+
+def test_release_has_what_learners_need(release):
+    for name in ("README.md", "course.py", "pyproject.toml", "minijit/__init__.py",
+                 "minijit/grading/checking.py", "minijit/grading/programs.py"):
+        assert (release / name).is_file(), name
+    for name in ("course.py", "pyproject.toml"):
+        assert (release / name).read_bytes() == (REPO / name).read_bytes(), name
+    chapters = sorted(p.name for p in (REPO / "chapters").glob("*.ipynb"))
+    assert sorted(p.name for p in (release / "chapters").glob("*.ipynb")) == chapters
+    for name in chapters:
+        assert (release / "chapters" / name).read_bytes() == (REPO / "chapters" / name
+                                                              ).read_bytes()
+    wanted = render_exercises(REPO / "solutions")
+    assert sorted(p.name for p in (release / "exercises").iterdir()) == sorted(wanted)
+    for name, text in wanted.items():
+        assert (release / "exercises" / name).read_text() == text
+    modules = sorted(m.rsplit(".", 1)[1] + ".py" for m in COURSE_MODULES)
+    assert sorted(p.name for p in (release / "minijit/grading/exercises").iterdir()) == sorted(
+        modules + ["__init__.py"])
+
+
+def test_release_leaves_out_what_learners_must_not_get(release):
+    for name in ("solutions", "tests", "benchmarks", ".ci", ".venv", ".git"):
+        assert not (release / name).exists(), name
+    for path in release.rglob("*"):
+        assert path.name != "__pycache__" and path.suffix not in (".pyc", ".pyo"), path
+        assert not path.name.endswith(".egg-info"), path
+    readme = (release / "README.md").read_text()
+    assert INSTRUCTORS_HEADING not in readme and "--hidden-cases" not in readme
+    assert "Student release" in readme and "## Quick start" in readme
+    assert "solutions/ " not in readme.split("## Repository layout")[1].split("## ")[0]
+
+
+def test_learner_readme_drops_the_guide_and_absent_paths(tmp_path):
+    (tmp_path / "kept").mkdir()
+    text = ("# title\n\nintro\n\n## Repository layout\n\n```\nkept/     here\n"
+            "gone/     not here\n          its second line\n```\n\n"
+            f"{INSTRUCTORS_HEADING}\n\nsecret\n\n## After\n\nstays\n")
+    out = learner_readme(text, tmp_path)
+    assert "kept/     here" in out and "gone/" not in out and "its second line" not in out
+    assert "secret" not in out and "## After\n\nstays" in out and "Student release" in out
+
+
+def _global_functions(fn, module: types.ModuleType) -> list:
+    """``fn`` and every function of ``module`` that it reaches through global names."""
+    seen, todo = [], [fn]
+    while todo:
+        f = todo.pop()
+        if not inspect.isfunction(f) or f.__module__ != module.__name__ or f in seen:
+            continue
+        seen.append(f)
+        codes = [f.__code__]
+        while codes:
+            code = codes.pop()
+            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            for ins in dis.get_instructions(code):
+                if ins.opname == "LOAD_GLOBAL":
+                    todo.append(module.__dict__.get(ins.argval))
+    return seen
+
+
+def _public_texts() -> str:
+    """Every hint of the course, and every probe's source: public by design."""
+    parts = []
+    for ex in EXERCISES.values():
+        hints = [as_hint(ex.hint)] + [as_hint(h) for h in ex.error_hints.values()]
+        hints += [as_hint(c.hint) for c in ex.public + ex.hidden if c.hint]
+        parts += [t for h in hints for t in (h.pitfall, h.code) if t]
+        parts += [probe_source(ex.probe_for(c))[0] for c in ex.public + ex.hidden]
+    return "\n".join(parts)
+
+
+def _released_grading_text(release: Path) -> dict[Path, str]:
+    return {p: p.read_text() for p in _files(release / "minijit" / "grading")}
+
+
+def test_release_has_no_reference_solution(release):
+    """No name and no line of any reference solution (and of the module functions it uses)
+    is in the released grading package; lines that are public anyway (a probe's, a hint's)
+    and imports do not count."""
+    texts = _released_grading_text(release)
+    public = _public_texts()
+    problems = []
+    for module in MODULES:
+        for ex in module.EXERCISES:
+            for fn in _global_functions(ex.reference, module):
+                if fn.__name__ != "<lambda>":
+                    pattern = re.compile(rf"\b{re.escape(fn.__name__)}\b")
+                    problems += [f"{ex.id}: {fn.__name__} in {p}" for p, t in texts.items()
+                                 if pattern.search(t)]
+                for line in inspect.getsource(fn).splitlines():
+                    line = line.strip()
+                    if (len(line) < 12 or line.startswith(("#", "import ", "from ", '"""'))
+                            or line in public):
+                        continue
+                    problems += [f"{ex.id}: {line!r} in {p}" for p, t in texts.items()
+                                 if line in t]
+    assert not problems, "\n".join(problems)
+
+
+def _load_released(release: Path) -> dict:
+    """The released exercises, loaded from their files (under private module names)."""
+    import importlib.util
+
+    out = {}
+    for path in sorted((release / "minijit/grading/exercises").glob("ch*.py")):
+        name = f"_released_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            del sys.modules[name]
+        out[path.stem] = module
+    return out
+
+
+def test_released_exercises_have_public_cases_only(release):
+    from minijit.grading.release import ReferenceNotReleased
+
+    released = _load_released(release)
+    ids = {ex.id: ex for m in released.values() for ex in m.EXERCISES}
+    assert list(ids) == list(EXERCISES)
+    for ex_id, ex in EXERCISES.items():
+        got = ids[ex_id]
+        assert got.hidden == ()
+        assert [(c.name, tuple(c.args)) for c in got.public] == [
+            (c.name, tuple(c.args)) for c in ex.public]
+        assert all(c.has_literal_expected for c in got.public)
+        assert (got.points, got.section, got.hint, dict(got.error_hints)) == (
+            ex.points, ex.section, ex.hint, dict(ex.error_hints))
+        with pytest.raises(ReferenceNotReleased, match=ex_id):
+            got.reference()
+    # the only functions are the probes that public cases use
+    for stem, module in released.items():
+        tree = ast.parse((release / f"minijit/grading/exercises/{stem}.py").read_text())
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        used = {ex.probe_for(c).__name__ for ex in module.EXERCISES for c in ex.public}
+        used |= {ex.probe.__name__ for ex in module.EXERCISES}
+        assert defined == used, stem
+
+
+def test_release_has_no_hidden_case(release):
+    """Neither the arguments nor the names of hidden cases, nor the probes only they use."""
+    texts = _released_grading_text(release)
+    public_args = {repr(tuple(c.args)) for ex in EXERCISES.values() for c in ex.public}
+    public_names = {c.name for ex in EXERCISES.values() for c in ex.public}
+    public_probes = {ex.probe_for(c).__name__ for ex in EXERCISES.values() for c in ex.public}
+    public_probes |= {ex.probe.__name__ for ex in EXERCISES.values()}
+    problems = []
+    for ex in EXERCISES.values():
+        for case in ex.hidden:
+            args = repr(tuple(case.args))
+            if len(args) >= 8 and args not in public_args:
+                problems += [f"{ex.id}: arguments {args[:60]} in {p}"
+                             for p, t in texts.items() if args in t]
+            if case.name not in public_names:
+                problems += [f"{ex.id}: hidden case {case.name!r} in {p}"
+                             for p, t in texts.items() if f"name={case.name!r}" in t]
+            probe = ex.probe_for(case).__name__
+            if probe not in public_probes:
+                problems += [f"{ex.id}: probe {probe} in {p}"
+                             for p, t in texts.items() if re.search(rf"\b{probe}\b", t)]
+    assert not problems, "\n".join(problems)
+
+
+def test_released_package_is_ruff_clean(release):
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.skip("ruff is not installed next to this Python")
+    run = subprocess.run([str(ruff), "check", "--no-cache", "minijit"], cwd=release,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+# ----------------------------------------------------------------------------------------
+# check() in the released tree
+# ----------------------------------------------------------------------------------------
+
+# Runs one notebook's code cells as a learner would (a stub's cell raises and is passed over;
+# cells tagged raises-exception are skipped), then check() on each of its exercises.
+_DRIVER = r"""
+import contextlib, io, json, sys
+from pathlib import Path
+import nbformat
+import minijit
+from minijit.grading import check
+from minijit.grading.notebook import exercise_headers
+
+release, notebook = Path(sys.argv[1]), Path(sys.argv[2])
+files = [Path(minijit.__file__), Path(sys.modules[check.__module__].__file__)]
+assert all(f.resolve().is_relative_to(release.resolve()) for f in files), files
+nb = nbformat.read(notebook, as_version=4)
+ns = {"__name__": "__main__"}
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "raises-exception" not in cell.metadata.get("tags", []):
+            try:
+                exec(compile(cell.source, str(notebook), "exec"), ns)
+            except Exception:
+                pass
+out = {}
+for h in exercise_headers(nb):
+    report = check(h.id, namespace=ns)
+    where = Path(sys.modules[report.exercise.probe.__module__].__file__).resolve()
+    assert where.is_relative_to(release.resolve()), where
+    out[h.id] = [report.passed, len(report.rows), report.attempted, str(report)]
+print(json.dumps(out))
+"""
+
+
+def _check_in_release(release: Path, notebook: Path) -> dict:
+    run = subprocess.run([sys.executable, "-c", _DRIVER, str(release), str(notebook)],
+                         cwd=notebook.parent, env=_env(release), capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+NOTEBOOKS = sorted(p.name for p in (REPO / "solutions").glob("*.ipynb"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NOTEBOOKS, ids=[n[:-6] for n in NOTEBOOKS])
+def test_check_in_the_release(release, name, tmp_path):
+    """The untouched exercise passes no public case (and says it is not attempted); the
+    solution, copied into the release, passes every one."""
+    stubs = _check_in_release(release, release / "exercises" / name)
+    assert stubs, name
+    for ex_id, (passed, total, attempted, text) in stubs.items():
+        assert passed == 0 and total == len(EXERCISES[ex_id].public) and not attempted, text
+    copied = release / "solutions_copied_by_the_test"
+    copied.mkdir(exist_ok=True)
+    shutil.copy(REPO / "solutions" / name, copied / name)
+    solved = _check_in_release(release, copied / name)
+    assert set(solved) == set(stubs)
+    for _ex_id, (passed, total, _attempted, text) in solved.items():
+        assert passed == total, text
+
+
+# ----------------------------------------------------------------------------------------
+# The command line
+# ----------------------------------------------------------------------------------------
+
+
+def test_release_refuses_a_non_empty_folder_without_force(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    run = _release_cli(str(out), cwd=tmp_path)
+    assert run.returncode == 2 and "--force" in run.stderr, run.stderr
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    run = _release_cli(str(out), "--force", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert not (out / "notes.txt").exists() and (out / "course.py").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no staging left
+
+
+def test_release_refuses_folders_of_the_course_itself(tmp_path):
+    for bad in (REPO, REPO.parent, REPO / "minijit" / "release", REPO / "chapters" / "x"):
+        with pytest.raises(ReleaseError):
+            write_release(bad, force=True)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ReleaseError, match="not a folder"):
+        write_release(tmp_path / "file", force=True)
+
+
+def test_release_help_documents_it():
+    run = subprocess.run([sys.executable, "-m", "minijit.grading", "release", "--help"],
+                         env=_env(REPO), capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    for needed in ("OUT_DIR", "--force", "check()", "reference solution", "hidden cases",
+                   "solutions/", "course.py"):
+        assert needed in text, needed
+    top = subprocess.run([sys.executable, "-m", "minijit.grading", "--help"], env=_env(REPO),
+                         capture_output=True, text=True, timeout=60)
+    assert "release" in top.stdout
