@@ -315,6 +315,12 @@ def test_check_in_the_release(release, name, tmp_path):
 # ----------------------------------------------------------------------------------------
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def test_release_refuses_a_non_empty_folder_without_force(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -326,6 +332,7 @@ def test_release_refuses_a_non_empty_folder_without_force(tmp_path):
     assert run.returncode == 0, run.stderr
     assert not (out / "notes.txt").exists() and (out / "course.py").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]  # no staging left
+    assert out.stat().st_mode & 0o077 == 0o777 & ~_umask() & 0o077  # not mkdtemp's 0700
 
 
 def test_release_refuses_folders_of_the_course_itself(tmp_path):
@@ -335,6 +342,15 @@ def test_release_refuses_folders_of_the_course_itself(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ReleaseError, match="not a folder"):
         write_release(tmp_path / "file", force=True)
+
+
+def test_a_release_cannot_make_a_release(release, tmp_path):
+    """In the released tree there is nothing to compute expected values from."""
+    run = subprocess.run([sys.executable, "-m", "minijit.grading", "release",
+                          str(tmp_path / "again")], cwd=tmp_path, env=_env(release),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "solutions/" in run.stderr, run.stdout + run.stderr
+    assert not (tmp_path / "again").exists()
 
 
 def test_release_help_documents_it():

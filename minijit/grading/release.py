@@ -106,6 +106,9 @@ def write_release(out: str | os.PathLike, *, force: bool = False) -> list[str]:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp's 0700 would make the release private
     try:
         warnings = _write_tree(root, staging)
         if out.exists():
