@@ -8,6 +8,11 @@ fusion group) and through what matplotlib was given to paint. Drawn with the Agg
 
 from __future__ import annotations
 
+import base64
+import html
+import re
+import struct
+
 import matplotlib
 import numpy as np
 import pytest
@@ -19,6 +24,8 @@ import minijit as mj
 import minijit.numpy as mnp
 from minijit import lax
 from minijit.course import (
+    beside,
+    beside_html,
     count_eqns,
     describe,
     draw_fusion,
@@ -295,6 +302,23 @@ def test_the_pipeline_figure_is_drawn_from_the_pipeline():
 
 
 # --------------------------------------------------------------------------- views, measures
+
+
+def test_beside_shows_the_picture_as_a_png_next_to_the_escaped_text():
+    program = traced(control_flow, True, np.ones(4))
+    fig = draw_jaxpr(program)
+    page = beside_html(fig, program, "drawn", "printed <as text>")
+    (data,) = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
+    png = base64.b64decode(data)
+    assert png.startswith(b"\x89PNG")
+    # the PNG has twice the pixels of the figure, shown at the figure's own size
+    assert struct.unpack(">II", png[16:24]) == pytest.approx(
+        tuple(2 * fig.dpi * s for s in fig.get_size_inches()), abs=2)
+    assert f"width='{round(fig.get_figwidth() * fig.dpi)}'" in page
+    assert html.escape(str(program)) in page and "printed &lt;as text&gt;" in page
+    assert page.index("drawn") < page.index("<img") < page.index("printed") < page.index("<pre")
+    assert "flex-wrap:wrap" in page  # one below the other on a narrow page
+    assert beside(fig, "x").data == beside_html(fig, "x")
 
 
 def test_measures_on_gelu():

@@ -8,10 +8,10 @@ extra (matplotlib, ipywidgets, IPython); `import minijit` never imports it.
 - `draw`: that layout drawn with matplotlib (`draw_jaxpr`, `draw_fusion`), and the pipeline
   `jit` runs, drawn from `minijit.passes.PIPELINE` (`draw_pipeline`);
 - `measure`: equations, temporary arrays, bytes of memory traffic, milliseconds;
-- `views`: two programs side by side, a table of the pipeline's stages, a liveness chart,
-  and the pass-by-pass stepper widget.
+- `views`: two programs side by side, a picture next to its text (`beside`), a table of the
+  pipeline's stages, a liveness chart, and the pass-by-pass stepper widget.
 
-Chapter 07 uses all of them.
+Chapter 07 uses most of them; chapters 03, 08 and 09 draw programs and the pipeline too.
 """
 
 from minijit.course.draw import draw_fusion, draw_jaxpr, draw_pipeline, group_colour
@@ -30,6 +30,8 @@ from minijit.course.measure import (
     traffic,
 )
 from minijit.course.views import (
+    beside,
+    beside_html,
     liveness_chart,
     optimize_source,
     pass_stepper,
@@ -39,9 +41,9 @@ from minijit.course.views import (
 )
 
 __all__ = [
-    "Edge", "Layout", "Node", "best_ms", "count_eqns", "describe", "draw_fusion", "draw_jaxpr",
-    "draw_pipeline", "fmt_bytes", "fusion_groups", "group_colour", "layout_jaxpr",
-    "liveness_chart", "max_difference", "nbytes", "once_ms", "optimize_source", "pass_stepper",
-    "plural", "side_by_side", "side_by_side_html", "stage_summary", "stages_table",
-    "temporaries", "traffic",
+    "Edge", "Layout", "Node", "beside", "beside_html", "best_ms", "count_eqns", "describe",
+    "draw_fusion", "draw_jaxpr", "draw_pipeline", "fmt_bytes", "fusion_groups", "group_colour",
+    "layout_jaxpr", "liveness_chart", "max_difference", "nbytes", "once_ms", "optimize_source",
+    "pass_stepper", "plural", "side_by_side", "side_by_side_html", "stage_summary",
+    "stages_table", "temporaries", "traffic",
 ]

@@ -1,5 +1,6 @@
-"""Views for notebooks: two programs side by side, a table of the pipeline's stages, a liveness
-chart, and a widget that steps a function of the learner's through the passes (chapter 07).
+"""Views for notebooks: two programs side by side, a picture next to its text, a table of the
+pipeline's stages, a liveness chart, and a widget that steps a function of the learner's
+through the passes (chapter 07).
 
 Everything here returns HTML text or a widget, or prints; `side_by_side` displays. Nothing
 here changes a program: the lessons' own cells do that.
@@ -7,15 +8,21 @@ here changes a program: the lessons' own cells do that.
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 import textwrap
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from minijit.course.measure import describe, max_difference, stage_summary
 from minijit.ir import ClosedJaxpr, Var
 from minijit.passes import PIPELINE, BufferPlan, run_passes
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _CELL = ('<td style="text-align:left; vertical-align:top"><b>{}</b>'
          '<pre style="font-size:85%">{}</pre></td>')
@@ -33,6 +40,32 @@ def side_by_side(before: ClosedJaxpr, after: ClosedJaxpr, name: str = "after") -
 
     display(HTML(side_by_side_html(before, after, f"before: {describe(before)}",
                                    f"{name}: {describe(after)}")))
+
+
+def beside_html(figure: Figure, text, figure_title: str = "", text_title: str = "") -> str:
+    """A figure (as a PNG, shown at its own size) and a text (a program, generated source)
+    next to each other, each under its title; they wrap one below the other when the page is
+    too narrow for both."""
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=2 * figure.dpi)  # twice the pixels: sharp when zoomed
+    data = base64.b64encode(png.getvalue()).decode("ascii")
+    width = round(figure.get_figwidth() * figure.dpi)
+
+    def titled(title: str, body: str) -> str:
+        head = f"<b>{html.escape(title)}</b><br>" if title else ""
+        return f"<div style='text-align:left'>{head}{body}</div>"
+
+    return ("<div style='display:flex; flex-wrap:wrap; gap:1.5em; align-items:flex-start'>"
+            + titled(figure_title, f"<img src='data:image/png;base64,{data}' width='{width}'>")
+            + titled(text_title, f"<pre style='font-size:85%'>{html.escape(str(text))}</pre>")
+            + "</div>")
+
+
+def beside(figure: Figure, text, figure_title: str = "", text_title: str = ""):
+    """`beside_html` as an HTML object: the value of a notebook cell shows it."""
+    from IPython.display import HTML
+
+    return HTML(beside_html(figure, text, figure_title, text_title))
 
 
 def stages_table(records: Mapping[str, Sequence[tuple[str, ClosedJaxpr]]]):
