@@ -22,6 +22,7 @@ from catalogue import PROGRAMS
 import minijit as mj
 import minijit.numpy as mnp
 from minijit import build, config, lax
+from minijit.grading import optimizer_probes
 from minijit.grading import programs as graded
 from minijit.grading.cases import error_of
 from minijit.grading.checking import expected_value
@@ -88,9 +89,10 @@ def test_the_solution_optimizes_the_whole_catalogue():
                 g.dtype == w.dtype and g.shape == w.shape and np.array_equal(g, w, equal_nan=True)
                 for g, w in zip(got, want))):
             mismatches.append(prog.name)
-        if ch07.dead_equations(got_program.jaxpr):
+        if optimizer_probes.dead_equations(got_program.jaxpr):
             dead.append(prog.name)
-        if ch07.kernels(got_program.jaxpr) != ch07.kernels(want_program.jaxpr):
+        kernels = optimizer_probes.kernels
+        if kernels(got_program.jaxpr) != kernels(want_program.jaxpr):
             other_kernels.append(prog.name)
     agree = len(PROGRAMS) - len(mismatches)
     assert not mismatches, f"{agree}/{len(PROGRAMS)} programs agree; they differ on {mismatches}"
@@ -251,7 +253,7 @@ def test_a_typecheck_failure_after_the_check_is_still_a_pass_error():
 
 
 def test_fusing_lists_the_programs_minijit_fuses():
-    fusing = [name for name in graded.PROGRAMS if ch07.kernels(
+    fusing = [name for name in graded.PROGRAMS if optimizer_probes.kernels(
         run_passes(mj.make_jaxpr(graded.PROGRAMS[name][0])(*graded.make_args(name, 0))).jaxpr)]
     assert tuple(fusing) == ch07.FUSING
 
@@ -259,8 +261,8 @@ def test_fusing_lists_the_programs_minijit_fuses():
 def test_every_dce_case_has_dead_code_before_the_pass():
     """The catalogue cases trace a dead copy of the program: each has something to remove."""
     for name in graded.PROGRAMS:
-        closed, _ = ch07._traced(name, 0, dead_copy=True)
-        assert ch07.dead_equations(closed.jaxpr), name
+        closed, _ = optimizer_probes.traced(name, 0, dead_copy=True)
+        assert optimizer_probes.dead_equations(closed.jaxpr), name
 
 
 @pytest.mark.parametrize("ex_id", ["ex07_dce", "ex07_fusion_groups"])
