@@ -365,3 +365,22 @@ def test_release_help_documents_it():
     top = subprocess.run([sys.executable, "-m", "minijit.grading", "--help"], env=_env(REPO),
                          capture_output=True, text=True, timeout=60)
     assert "release" in top.stdout
+
+
+def probe_helper_import(ns, x):
+    from minijit.grading.exercises.ch07_the_optimizer import EXERCISES  # noqa: F401
+
+    return x
+
+
+def test_a_probe_that_imports_from_an_exercise_module_is_refused():
+    """Such an import works in the instructor's copy and fails in the release (where the
+    module holds probes and public cases only), so the release refuses to be written."""
+    from minijit.grading.cases import Case, Exercise
+    from minijit.grading.release import ReleaseError, render_module
+
+    ex = Exercise(id="ex99_helper", points=1, title="t", chapter="99_x", section="1. s", hint="h",
+                  probe=probe_helper_import, reference=lambda: {},
+                  public=(Case("one", (1,), expected=1),), hidden=())
+    with pytest.raises(ReleaseError, match="probe_helper_import imports from"):
+        render_module([ex])

@@ -257,6 +257,8 @@ def render_module(exercises: list[Exercise], cache: dict | None = None) -> str:
             if probes.setdefault(fn.__name__, fn) is not fn:
                 raise ReleaseError(f"two probes are named {fn.__name__}")
     sources = [probe_source(fn)[0].rstrip("\n") for fn in probes.values()]
+    for fn, source in zip(probes.values(), sources):
+        _refuse_exercise_imports(fn.__name__, source)
     imports = _imports(probes.values())
     used = {"Case", "Exercise"} | ({"Hint"} if _uses_hint(exercises) else set())
 
@@ -281,6 +283,22 @@ def render_module(exercises: list[Exercise], cache: dict | None = None) -> str:
         lines += _render_exercise(ex, cache)
     lines.append("]")
     return "\n".join(lines) + "\n"
+
+
+def _refuse_exercise_imports(name: str, source: str) -> None:
+    """A probe runs in the learner's kernel and may import from minijit at run time, but not
+    from an exercise module: the release rewrites those, keeping only probes and cases."""
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        module = getattr(node, "module", None) if isinstance(node, ast.ImportFrom) else None
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        for target in [module or "", *names]:
+            if target.startswith("minijit.grading.exercises"):
+                raise ReleaseError(
+                    f"probe {name} imports from {target}, which the release rewrites (it keeps "
+                    "only probes and public cases): move what it needs into a module that "
+                    "ships, such as minijit/grading/optimizer_probes.py")
 
 
 def _wrap(text: str, width: int = WIDTH - 4) -> str:
