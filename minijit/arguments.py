@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from minijit import dtypes, errors
+from minijit import build, dtypes, errors
 from minijit.array import Array
 from minijit.core import ShapedArray, ShapeDtypeStruct
 from minijit.tracing import Tracer
@@ -114,9 +114,14 @@ class SplitArgs:
     # since 1 == 1.0 == True (and they hash alike) but trace to different programs
     static_key: tuple
     static_names: list[str]  # name of each static entry, for explanations
+    # ((where, value), ...): where is the position (an int) or the keyword's name (a str);
+    # what the `cache_key` piece is given, in the order of `static_key`
+    static_values: tuple
     donated: list[bool]  # per leaf
     positions: list  # where each top-level dynamic arg goes: ("arg", i) or ("kwarg", name)
     statics: dict  # position -> static value
+    # the key `jit` looked this call up by (what the `cache_key` piece returned); set by jit
+    lookup_key: Any = None
 
     @property
     def key(self) -> tuple:
@@ -227,13 +232,14 @@ def leaf_aval(x, name: str, fun_name: str, tracers_ok: bool = False,
 def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = False,
                abstract_ok: bool = False) -> SplitArgs:
     dyn_args, dyn_kwargs, positions = [], {}, []
-    static_key, static_names, statics = [], [], {}
+    static_key, static_names, statics, static_values = [], [], {}, []
     for i, a in enumerate(args):
         name = spec.positional_name(i)
         if i in spec.static_argnums:
             static_key.append(("arg", i, _hashable(a, name, spec.fun_name), type(a)))
             static_names.append(name)
             statics[("arg", i)] = a
+            static_values.append((i, a))
         else:
             dyn_args.append(a)
             positions.append(("arg", i))
@@ -243,6 +249,7 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = Fals
                                type(kwargs[k])))
             static_names.append(k)
             statics[("kwarg", k)] = kwargs[k]
+            static_values.append((k, kwargs[k]))
         else:
             dyn_kwargs[k] = kwargs[k]
     leaves, avals, names, donated = [], [], [], []
@@ -262,8 +269,8 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = Fals
     for leaf, name in zip(leaves, names):
         avals.append(leaf_aval(leaf, name, spec.fun_name, tracers_ok, abstract_ok))
     in_tree = PyTreeDef("tuple", None, (tree_args, tree_kwargs))
-    return SplitArgs(leaves, names, avals, in_tree, tuple(static_key), static_names, donated,
-                     positions, statics)
+    return SplitArgs(leaves, names, avals, in_tree, tuple(static_key), static_names,
+                     tuple(static_values), donated, positions, statics)
 
 
 def _hashable(value, name: str, fun_name: str):
@@ -278,3 +285,80 @@ def _hashable(value, name: str, fun_name: str):
             "passed as dynamic (non-static) arguments."
         ) from None
     return value
+
+
+# --------------------------------------------------------------------------- the cache key
+
+
+def cache_key(static_values: tuple, leaf_avals: list, treedef: PyTreeDef):
+    """The key `jit` looks a call up by (the build track's piece `cache_key`, chapter 04).
+
+    `static_values` is `((where, value), ...)` for the static arguments (`where` is the
+    position, an int, or the keyword's name, a str), `leaf_avals` a list of
+    `(shape, dtype, weak_type)`, one per dynamic leaf, `treedef` the structure of the dynamic
+    arguments. Two calls may share a compiled program exactly when their keys are equal, so
+    everything that changes the traced program is in it: each static value with its type
+    (`1`, `1.0` and `True` are equal, and hash alike, but trace differently), every leaf's
+    shape, dtype and weak type, and the structure. A key must be hashable: tuples, not lists.
+    """
+    return (treedef, tuple(leaf_avals),
+            tuple((where, value, type(value)) for where, value in static_values))
+
+
+def _check_cache_key(key, static_values, leaf_avals, treedef) -> str | None:
+    try:
+        hash(key)
+    except TypeError as e:
+        return (f"returned a {type(key).__name__} that is not hashable ({e}); a cache key is a "
+                f"dict key, so build it of tuples, never lists or dicts")
+    return None
+
+
+def _selftest_cache_key(fn) -> str | None:
+    """Keys for a few calls of `f(x, n, *, mode)` (n and mode static): two calls must get
+    equal keys exactly when minijit's own keys are equal."""
+    def f(x, n, *, mode):
+        return x
+
+    spec = ArgSpec.make(f, static_argnums=1, static_argnames="mode")
+    z = np.zeros(3)
+    calls = {
+        "x=float64[3], n=2": ((z, 2), {"mode": "a"}),
+        "x=float64[3] again": ((np.ones(3), 2), {"mode": "a"}),
+        "x=float32[3]": ((z.astype(np.float32), 2), {"mode": "a"}),
+        "x=float64[4]": ((np.zeros(4), 2), {"mode": "a"}),
+        "x=1.0 (a weak Python float)": ((1.0, 2), {"mode": "a"}),
+        "x=np.float64(1.0) (strong)": ((np.float64(1.0), 2), {"mode": "a"}),
+        "n=3": ((z, 3), {"mode": "a"}),
+        "n=True": ((z, True), {"mode": "a"}),
+        "n=1": ((z, 1), {"mode": "a"}),
+        "mode='b'": ((z, 2), {"mode": "b"}),
+        "x=(a, b)": (((z, z), 2), {"mode": "a"}),
+        "x=[a, b]": (([z, z], 2), {"mode": "a"}),
+        "x={'p': a, 'q': b}": (({"p": z, "q": z[:2]}, 2), {"mode": "a"}),
+        "x={'q': b, 'p': a}": (({"q": z[:2], "p": z}, 2), {"mode": "a"}),
+        "x={'p': b, 'q': a}": (({"p": z[:2], "q": z}, 2), {"mode": "a"}),
+    }
+    keys = {}
+    for name, (args, kwargs) in calls.items():
+        s = split_args(spec, args, kwargs)
+        mine = fn(s.static_values, list(s.leaf_avals), s.in_tree)
+        problem = _check_cache_key(mine, s.static_values, s.leaf_avals, s.in_tree)
+        if problem:
+            return problem
+        keys[name] = (mine, cache_key(s.static_values, s.leaf_avals, s.in_tree))
+    names = list(keys)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            same_mine, same_own = keys[a][0] == keys[b][0], keys[a][1] == keys[b][1]
+            if same_mine != same_own:
+                return (f"gives the calls with {a} and with {b} "
+                        + ("the same key, but they trace different programs" if same_mine
+                           else "different keys, but they share one program"))
+    return None
+
+
+build.register(
+    "cache_key", cache_key, chapter="04_jit_and_the_cache",
+    signature="cache_key(static_values, leaf_avals, treedef) -> a hashable key",
+    check=_check_cache_key, selftest=_selftest_cache_key)

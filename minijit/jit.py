@@ -249,18 +249,24 @@ class JitFunction:
         if is_tracing():  # called while this thread traces another function
             return self._stage(args, kwargs)
         split = split_args(self.spec, args, kwargs)
+        own_key = build.is_reference("cache_key")
+        key = split.lookup_key = build.call("cache_key", split.static_values, split.leaf_avals,
+                                            split.in_tree)
         cache = self._cache
-        entry = cache.entries.get(split.key) if cache.generation == build.generation() else None
+        entry = cache.entries.get(key) if cache.generation == build.generation() else None
         if entry is None:
             with cache.lock:  # another thread may have compiled it while we waited
                 cache.drop_stale()
-                entry = cache.entries.get(split.key)
+                entry = cache.entries.get(key)
                 if entry is None:
                     entry = self._compile(split)
-                # only an entry the cache kept (see _compile) goes on the fast path
-                if (self._fast_ok and not kwargs and cache.entries.get(split.key) is entry
-                        and _fast_key(args) is not None):
+                # only an entry the cache kept (see _compile) goes on the fast path, and
+                # only under minijit's own key: under a learner's, every call asks it
+                if (own_key and self._fast_ok and not kwargs
+                        and cache.entries.get(key) is entry and _fast_key(args) is not None):
                     cache.fast[_fast_key(args)] = entry
+        if not own_key and entry.split.key != split.key:
+            _wrong_hit(self.spec.fun_name, split, entry.split)
         leaves, donated = _leaves_to_run(split, entry.optimized.consts, self.spec.fun_name)
         t0 = perf_counter()
         outs = entry.executable(*leaves)
@@ -327,7 +333,7 @@ class JitFunction:
         # Only a complete entry is stored: a failure above leaves the cache as it was. One
         # compiled while a piece was switched (`minijit.build`) serves this call only.
         if generation == build.generation() == cache.generation:
-            cache.entries[split.key] = entry
+            cache.entries[split.key if split.lookup_key is None else split.lookup_key] = entry
         cache.trace_count += 1
         cache.history.append(split)
         cache.misses.append(miss)
@@ -545,6 +551,16 @@ def _fast_key(args) -> tuple | None:
             return None
         key.append((a.shape, a.dtype, a.weak_type if type(a) is Array else False))
     return tuple(key)
+
+
+def _wrong_hit(fun_name: str, split: SplitArgs, made_by: SplitArgs):
+    """A learner's `cache_key` gave this call the key of an entry traced for other
+    arguments: running it could give a wrong answer, so it is a PieceError instead."""
+    raise build.PieceError("cache_key", build._message("cache_key", (
+        f"gave a call of `{fun_name}` the key of a program traced for other arguments, so "
+        f"running it could compute the wrong thing:\n    "
+        + "\n    ".join(differences(split, made_by))
+        + "\n  calls that trace different programs need different keys")))
 
 
 def _as_arrays(tree):
