@@ -128,7 +128,7 @@ def test_course_covers_the_pitfalls_and_builds():
                    "ex06_recompiles", "ex06_donate", "ex06_disable_jit", "ex07_fold",
                    "ex07_cse", "ex07_rule", "ex07_may_fuse", "ex07_dce", "ex07_fusion_groups",
                    "ex08_softplus_rule", "ex09_cache_entries", "ex09_pays_off",
-                   "ex03_eval_jaxpr", "ex03_pp_jaxpr", "ex05_closure_convert"]:
+                   "ex03_eval_jaxpr", "ex03_pp_jaxpr", "ex05_closure_convert", "ex04_cache_key"]:
         assert needed in ids
     for ex in EXERCISES.values():
         assert ex.public and ex.hidden, ex.id

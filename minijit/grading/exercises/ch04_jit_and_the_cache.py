@@ -11,6 +11,15 @@
   two (at least 8) and returns a mask. Graded by counting traces: the probe jits its own
   masked mean (a fresh function each time, so nothing the notebook cached counts) and feeds
   it the learner's padded arrays.
+- ``ex04_cache_key`` (build): ``cache_key(static_values, leaf_avals, treedef) -> hashable``,
+  minijit's piece ``cache_key`` (``minijit.build``), the key ``jit`` looks a call up by. Each
+  case is a call sequence of ``minijit.grading.cache_probes`` (weak and strong scalars, a
+  static argument's value and type, static by position and by keyword, a dict's key order,
+  the pytree's structure) or a program of ``minijit.grading.programs`` called with the same
+  and then other dtypes, run through ``mj.jit`` with the learner's piece switched in: the
+  values, their dtypes and the trace count must be minijit's. A key that is too fine traces
+  too often; one that is too coarse finds an entry traced for other arguments, which minijit
+  refuses with a ``PieceError`` (it never runs it), as it refuses an unhashable key.
 """
 
 from __future__ import annotations
@@ -87,6 +96,41 @@ def _reference_pad_to_bucket(x):
     return padded, mask
 
 
+# ------------------------------------------------------------------------ ex04_cache_key
+
+
+def probe_cache_key(ns, scenario):
+    from minijit.build import PieceError
+    from minijit.grading.cache_probes import run_with_key
+
+    try:
+        return run_with_key(get(ns, "cache_key"), scenario)
+    except PieceError as e:
+        if isinstance(e.__cause__, NotImplementedError):  # the untouched stub
+            raise e.__cause__ from None
+        raise
+
+
+def _reference_cache_key():
+    def cache_key(static_values, leaf_avals, treedef):
+        statics = tuple((where, value, type(value)) for where, value in static_values)
+        return (treedef, tuple(leaf_avals), statics)
+
+    return {"cache_key": cache_key}
+
+
+def _cache_key_cases(names) -> tuple[Case, ...]:
+    return tuple(Case(name if " " in name else f"program {name}", (name,)) for name in names)
+
+
+def _cache_key_hidden() -> tuple[Case, ...]:
+    from minijit.grading.programs import PROGRAMS
+
+    return _cache_key_cases(
+        ["shapes and dtypes", "static by position and by keyword", "the pytree's structure",
+         "dict keys with equal leaves"] + [n for n in PROGRAMS if n != "mul_two_args"])
+
+
 EXERCISES = [
     Exercise(
         id="ex04_static_args", points=2, title="Static or traced? Read the tracebacks",
@@ -152,5 +196,29 @@ EXERCISES = [
             Case("powers of two and one past", ([16, 17, 32, 33, 64, 65],)),
             Case("a long one", ([1000, 3, 513],)),
         ),
+    ),
+    Exercise(
+        id="ex04_cache_key", points=3, title="minijit's cache key, cache_key",
+        chapter="04_jit_and_the_cache",
+        section="3. Static and dynamic arguments",
+        hint=Hint(
+            pitfall=("Two calls may share a compiled program exactly when everything that "
+                     "changes the trace is equal: the structure, each leaf's shape, dtype and "
+                     "weak type, and each static value. 1, 1.0 and True are equal (and hash "
+                     "alike) in Python, yet trace different programs; and a key goes into a "
+                     "dict, so it must be hashable."),
+            code=("Return a tuple: (treedef, tuple(leaf_avals), a tuple of (where, value, "
+                  "type(value)) for each (where, value) in static_values). leaf_avals is a "
+                  "list: a list is not hashable.")),
+        probe=probe_cache_key, reference=_reference_cache_key,
+        public=_cache_key_cases(["weak and strong scalars", "a static argument's value and "
+                                 "type", "a dict's key order", "mul_two_args"]),
+        hidden=_cache_key_hidden(),
+        error_hints={
+            "PieceError": Hint(
+                "minijit refused your key: it is not hashable, or it gave a call the key of "
+                "a program traced for other arguments (the message lists what differs: "
+                "that part must be in the key)."),
+        },
     ),
 ]
