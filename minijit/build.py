@@ -27,8 +27,10 @@ chapter that builds it. Invariants:
   `generation()`, then calls the `on_switch` listeners (for a cache that cannot compare
   generations itself). `jit` drops every entry made in an earlier generation, and keeps none
   whose compile a switch overtook, so nothing computed with a piece outlives the piece.
-  Pieces never feed a cache key: where minijit needs the printed text of a program for
-  itself (names in generated code, error messages), it uses its own printer.
+  A piece's output feeds a cache key only where computing the key is the piece
+  (`cache_key`), and then every cache hit is checked against the call's types. Where minijit
+  needs the printed text of a program for itself (names in generated code, error messages),
+  it uses its own printer.
 - *Threads.* Switching takes a lock and replaces one table entry; readers take no lock and
   see either the old or the new function, never a mix (a call already running when the
   switch happens may finish on the old one). The table is process-wide, as a learner's
@@ -79,7 +81,7 @@ _lock = threading.RLock()
 # Where the build track will go next (the chapter's exercise registers the piece for real):
 PLANNED = {
     "trace_to_jaxpr": "02_tracing", "eval_jaxpr": "03_the_ir", "pp_jaxpr": "03_the_ir",
-    "jit_cache": "04_jit_and_the_cache", "closure_convert": "05_control_flow",
+    "cache_key": "04_jit_and_the_cache", "closure_convert": "05_control_flow",
     "dce": "07_the_optimizer", "fusion_groups": "07_the_optimizer",
     "loop_nest": "08_code_generation",
 }
