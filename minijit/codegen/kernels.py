@@ -5,12 +5,20 @@ equation's body, or a single elementwise equation). It becomes one loop nest tha
 every equation for one element in registers and writes only the values used outside: no
 temporaries. Broadcasting is index arithmetic: an operand of shape (4, 1) in a (4, 5) loop is
 read at `[i0, 0]`. A reduction as the kernel's last equation accumulates in the same loop.
+
+The `for` lines and the operands' subscripts come from one function, `loop_nest`, a piece of
+the build track (`minijit.build`, exercise `ex08_loop_nest`): `emit_kernel` calls it through
+`build.call("loop_nest", ...)`, and a learner's version is checked (`_check_loop_nest`)
+before any code is compiled, since Numba does not check bounds.
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
+from minijit import build
 from minijit import primitives as P
 from minijit.codegen.rules import Indexed, Reduction, Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, dtype_name, literal, scalar_expr, wrapping
@@ -62,6 +70,110 @@ def _broadcast_read(array: str, eqn, idx: list[str]) -> str:
 numba_rules[P.broadcast_in_dim_p] = Indexed(_broadcast_read)
 
 
+def loop_nest(shape: tuple, operands: list) -> tuple[list[str], list[str]]:
+    """The loops of an elementwise kernel over `shape`, and how each operand is read in them.
+
+    `shape` is the loop's shape; `operands` the shapes of the arrays the loop body reads or
+    writes, each broadcastable to `shape` by NumPy's rules (leading dimensions may be
+    missing, a dimension of size 1 is repeated). Returns `(loops, indices)`: `loops`, the
+    `for` lines, outermost first and without indentation, loop k being
+    `for i{k} in range(shape[k]):`; `indices`, for each operand the subscript that reads its
+    element in the loop body: all the loop indices for an operand of the loop's own shape,
+    else, aligned on the trailing loops, `0` in a dimension of size 1 (`"i0, 0"` for (4, 1)
+    in a (4, 5) loop, `"i1"` for (5,)), and `""` for rank 0.
+    """
+    idx = [f"i{k}" for k in range(len(shape))]
+    loops = [f"for {i} in range({d}):" for i, d in zip(idx, shape)]
+    indices = []
+    for s in operands:
+        if tuple(s) == tuple(shape):
+            indices.append(", ".join(idx))
+            continue
+        offset = len(shape) - len(s)
+        indices.append(", ".join("0" if d == 1 else idx[offset + k] for k, d in enumerate(s)))
+    return loops, indices
+
+
+_LOOP = re.compile(r"\s*for\s+(\w+)\s+in\s+range\(\s*(\d+)\s*\)\s*:\s*")
+
+
+def _subscripts(text: str) -> list[str]:
+    return [] if not text.strip() else [t.strip() for t in text.split(",")]
+
+
+def _check_loop_nest(result, shape, operands) -> str | None:
+    """Is `result` a loop nest over `shape` that reads every operand in bounds, at the
+    element NumPy's broadcasting reads? (Checked before any code is compiled: generated
+    code runs in Numba, where an index out of bounds is not caught.)"""
+    shape = tuple(shape)
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        return (f"returned {type(result).__name__} {result!r:.80}, not a pair "
+                f"(loops, indices)")
+    loops, indices = result
+    if not isinstance(loops, (list, tuple)) or not all(isinstance(x, str) for x in loops):
+        return f"returned loops {loops!r:.80}: a list of strings (the for lines) is needed"
+    if len(loops) != len(shape):
+        return f"returned {len(loops)} for lines for a loop over shape {shape}: one per dimension"
+    for k, (line, d) in enumerate(zip(loops, shape)):
+        m = _LOOP.fullmatch(line)
+        if not m or m[1] != f"i{k}" or int(m[2]) != d:
+            return (f"returned the loop line {line!r} for dimension {k} of shape {shape}, "
+                    f"where {f'for i{k} in range({d}):'!r} is needed")
+    if not isinstance(indices, (list, tuple)) or not all(isinstance(x, str) for x in indices):
+        return (f"returned indices {indices!r:.80}: a list of strings (one subscript per "
+                f"operand) is needed")
+    if len(indices) != len(operands):
+        return f"returned {len(indices)} indices for {len(operands)} operands"
+    for n, (text, s) in enumerate(zip(indices, operands)):
+        s = tuple(s)
+        subs = _subscripts(text)
+        where = f"index {text!r} of operand {n} (shape {s}) in a loop over {shape}"
+        if len(subs) != len(s):
+            return f"returned the {where}: it needs {len(s)} subscripts, one per dimension"
+        for j, (sub, d) in enumerate(zip(subs, s)):
+            p = len(shape) - len(s) + j  # the loop that runs along this dimension
+            if sub == f"i{p}" and shape[p] == d or sub == "0" and d == 1:
+                continue
+            runs = (f"i{int(sub[1:])} runs to {shape[int(sub[1:])]}"
+                    if re.fullmatch(r"i\d+", sub) and int(sub[1:]) < len(shape) else
+                    "that is not a loop index of this nest" if sub != "0" else
+                    f"0 reads one element of {d}")
+            want = "0" if d == 1 else f"i{p}"
+            return (f"returned the {where}: dimension {j} (size {d}) is read with {sub!r} "
+                    f"({runs}), where NumPy's broadcasting reads {want!r}")
+    return None
+
+
+def _selftest_loop_nest(candidate) -> str | None:
+    """Run a candidate on a (4, 5) loop reading (4, 5), (4, 1), (5,), (1, 5), and on rank 0."""
+    for shape, operands in [((4, 5), [(4, 5), (4, 1), (5,), (1, 5)]), ((), [()])]:
+        problem = _check_loop_nest(candidate(shape, operands), shape, operands)
+        if problem:
+            return problem
+    return None
+
+
+build.register("loop_nest", loop_nest, chapter="08_code_generation",
+               signature="loop_nest(shape, operands) -> (loops, indices)",
+               check=_check_loop_nest, selftest=_selftest_loop_nest)
+
+
+def _numpy_broadcasts(eqns, rank: int) -> list:
+    """The `broadcast_in_dim` equations (nested kernels too) that broadcast by NumPy's rules
+    in a loop of rank `rank`: their operand's dimensions are the trailing loops'."""
+    found = []
+    for eqn in eqns:
+        if eqn.primitive is fused_p:
+            found += _numpy_broadcasts(eqn.params["jaxpr"].eqns, rank)
+        elif eqn.primitive is P.broadcast_in_dim_p:
+            src, v = eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape
+            offset = rank - len(v)
+            dims = tuple(offset + d for d in eqn.params["broadcast_dimensions"])
+            if src != () and src != v and dims == tuple(range(rank - len(src), rank)):
+                found.append(eqn)
+    return found
+
+
 def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], name) -> None:
     """Emit the loop nest computing `kernel` into the emitter `out`.
 
@@ -73,7 +185,14 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     members = kernel.eqns[:-1] if reduction else kernel.eqns
     shape = (last.invars[0].aval.shape if reduction else last.outvars[0].aval.shape)
     idx = [f"i{k}" for k in range(len(shape))]
-    index = ", ".join(idx) if idx else ""
+    # The loops and the subscripts of the operands, from the piece `loop_nest`: the first
+    # operand is the loop's own shape (the outputs, the inputs of that shape), the others
+    # are what broadcast_in_dim reads by NumPy's rules.
+    broadcasts = _numpy_broadcasts(members, len(shape))
+    loops, indices = build.call("loop_nest", tuple(shape),
+                                [tuple(shape)] + [e.invars[0].aval.shape for e in broadcasts])
+    index = ", ".join(_subscripts(indices[0]))
+    reads = {id(e): ", ".join(_subscripts(ix)) for e, ix in zip(broadcasts, indices[1:])}
     outputs = dict(zip(map(id, kernel.outvars), out_names))
 
     # Allocate what the loop writes.
@@ -126,15 +245,15 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         else:
             env[id(v)] = outer  # read through broadcast_in_dim's index arithmetic
 
-    for k, d in enumerate(shape):
+    for k in range(len(shape)):
         if in_register and k == n_kept:
             out.line(f"{acc} = {init}")
-        out.line(f"for {idx[k]} in range({d}):")
+        out.line(loops[k].strip())
         out.indent += 1
     for v, outer in full_inputs:
         env[id(v)] = name(v)
         out.line(f"{name(v)} = {outer}[{index}]")
-    emit_elements(out, members, env, idx, name)
+    emit_elements(out, members, env, idx, name, reads)
 
     def atom(a):
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
@@ -153,12 +272,15 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         out.indent -= len(shape)
 
 
-def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name) -> None:
+def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
+                  reads: dict[int, str] | None = None) -> None:
     """Per-element statements for elementwise equations (and nested elementwise kernels).
 
     `env` maps a variable to its per-element scalar expression, or, for an operand that
-    `broadcast_in_dim` reads, to the array it indexes with the loop indices `idx`.
+    `broadcast_in_dim` reads, to the array it indexes with the loop indices `idx`; `reads`
+    maps a `broadcast_in_dim` equation to the subscript `loop_nest` gave its operand.
     """
+    reads = reads or {}
 
     def atom(a):
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
@@ -168,14 +290,16 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name) -> None:
             kernel = eqn.params["jaxpr"]
             for v, a in zip(kernel.invars, eqn.invars):
                 env[id(v)] = atom(a)
-            emit_elements(out, kernel.eqns, env, idx, name)
+            emit_elements(out, kernel.eqns, env, idx, name, reads)
             for v, k in zip(eqn.outvars, kernel.outvars):
                 env[id(v)] = atom(k)
             continue
         v = eqn.outvars[0]
         out.current_eqn = out.describe(eqn)  # a compile error then names this equation
         rule = numba_rules[eqn.primitive]
-        if isinstance(rule, Indexed):
+        if id(eqn) in reads:
+            expr = f"{atom(eqn.invars[0])}[{reads[id(eqn)]}]"
+        elif isinstance(rule, Indexed):
             expr = rule.rule(atom(eqn.invars[0]), eqn, idx)
         else:
             expr = scalar_expr(eqn, [atom(a) for a in eqn.invars])
