@@ -24,6 +24,16 @@ notebook that left it on cannot bypass the rule), and minijit's tables are left 
 were. Each case compiles one program (one Numba compile, 0.5 to a few seconds), so there
 are four; the grader's own process compiles the reference's four once per grading run, and
 Numba's disk cache (chapter 08) makes identical generated source free in later processes.
+
+``ex08_loop_nest`` (build): ``loop_nest(shape, operands) -> (loops, indices)``, minijit's
+piece ``loop_nest`` (``minijit.build``, ``minijit.codegen.kernels``): the ``for`` lines of
+an elementwise kernel's loop nest and the subscript that reads each operand, with NumPy's
+broadcasting (missing leading dimensions, dimensions of size 1). Graded by compiling
+programs (broadcasts, size-1 dimensions, rank 0 to 3, a reduction) with
+``mj.jit(backend="numba")`` and the learner's piece switched in; the values must be those
+of minijit's own piece. The piece's check refuses, with a ``PieceError`` naming it, any
+loop or subscript that is not NumPy's broadcasting before code is compiled, so a wrong piece
+never reads out of bounds in Numba.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ from minijit.grading.probing import get
 def probe_softplus_rule(ns, program, inputs):
     import minijit as mj
     import minijit.numpy as mnp
-    from minijit import lax
+    from minijit import build, lax
     from minijit.codegen.rules import Expression, numba_rules
     from minijit.core import ELEMENTWISE, UNARY, Primitive, abstract_eval_rules, impl_rules
 
@@ -60,7 +70,9 @@ def probe_softplus_rule(ns, program, inputs):
         # a program from the case list (trusted text, not the learner's)
         f = eval(program, {"mnp": mnp, "lax": lax, "softplus": softplus_p.bind})
         args = [np.asarray(values, dtype=dtype) for values, dtype in inputs]
-        with mj.config.override("disable_jit", False):  # whatever the notebook set
+        own_nest = build.PIECES["loop_nest"].reference  # whatever loop_nest the notebook
+        with (mj.config.override("disable_jit", False),  # switched in, and whatever it set
+              build.use("loop_nest", own_nest, verify=False)):
             outs = mj.jit(f, backend="numba")(*args)
         outs = outs if isinstance(outs, tuple) else (outs,)
         return [np.asarray(o) for o in outs]
@@ -113,6 +125,64 @@ HIDDEN = (
 )
 
 
+def probe_loop_nest(ns, source, args):
+    import minijit as mj
+    import minijit.codegen.kernels  # noqa: F401 - registers the piece loop_nest
+    import minijit.numpy as mnp
+    from minijit import build, lax
+    from minijit.grading.optimizer_probes import chapter_pieces
+
+    piece = get(ns, "loop_nest")
+    scope = {"np": np, "mj": mj, "mnp": mnp, "lax": lax}
+    exec(source, scope)  # a program from the case list (trusted text, not the learner's)
+    arrays = [np.asarray(value, dtype=dtype) for value, dtype in args]
+    with (mj.config.override("disable_jit", False), chapter_pieces(),
+          build.use("loop_nest", piece, verify=False)):
+        outs = mj.jit(scope["f"], backend="numba")(*arrays)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    return [np.asarray(o) for o in outs]
+
+
+def _reference_loop_nest():
+    from minijit.codegen.kernels import loop_nest
+
+    return {"loop_nest": loop_nest}
+
+
+def _nest(name: str, source: str, *args, hint=None) -> Case:
+    return Case(name, (source, list(args)), hint=hint)
+
+
+_R = [[1.0, -2.0, 3.5, 0.25], [4.0, 0.5, -1.0, 2.0], [-3.0, 1.5, 2.5, -0.5]]
+_SIZE1_HINT = ("A dimension of size 1 of a broadcast operand is read at 0, whatever the "
+               "loop's index: [i0, 0] for (3, 1) in a (3, 4) loop.")
+_LEADING_HINT = ("An operand with fewer dimensions lines up with the loop's last ones: (4,) "
+                 "in a (2, 3, 4) loop is read at [i2].")
+NEST_PUBLIC = (
+    _nest("x * row + column: (3, 4), (4,) and (3, 1)",
+          "def f(x, r, c):\n    return x * r + c",
+          [_R, "float64"], [[1.0, 2.0, 3.0, 4.0], "float64"], [[[1.0], [-1.0], [2.0]], "float64"],
+          hint=_SIZE1_HINT),
+    _nest("rank 0 and rank 1: a scalar times a vector, and the scalar doubled",
+          "def f(s, v):\n    return mnp.sin(v) * s + 1.0, s * 2.0",
+          [1.5, "float64"], [[0.0, 1.0, 2.0, 3.0, 4.0], "float64"]),
+)
+NEST_HIDDEN = (
+    _nest("rank 3: (2, 3, 4) minus (2, 1, 4) plus (4,)",
+          "def f(x, y, z):\n    return x - y + z, mnp.exp(y) * 0.5",
+          [np.arange(24.0).reshape(2, 3, 4).tolist(), "float64"],
+          [[[[1.0, 2.0, 3.0, 4.0]], [[-1.0, 0.5, 0.0, 2.0]]], "float64"],
+          [[10.0, 20.0, 30.0, 40.0], "float64"], hint=_LEADING_HINT),
+    _nest("an outer product summed along its rows: (3, 1) * (4,), then a reduction",
+          "def f(a, b):\n    return mnp.sum(a[:, None] * b, axis=1), mnp.max(a * 2.0)",
+          [[1.0, -2.0, 3.0], "float64"], [[0.5, 1.0, 1.5, 2.0], "float64"]),
+    _nest("size 1 on both sides: (1, 3) + (4, 1), int32, and a (1, 1) operand",
+          "def f(x, y, z):\n    return x + y, (x + y) * z",
+          [[[1, 2, 3]], "int32"], [[[10], [20], [30], [40]], "int32"],
+          [[[7]], "int32"], hint=_SIZE1_HINT),
+)
+
+
 EXERCISES = [
     Exercise(
         id="ex08_softplus_rule", points=3, title="The Numba rule of a new primitive",
@@ -137,6 +207,28 @@ EXERCISES = [
                 "imports only numpy (as np) and numba: use np.log1p, np.exp, abs and max, "
                 "not math.log1p; print jitted.lower(x).as_text() to read the source."),
             "IndexError": "softplus has one operand: args is a list of one string, args[0].",
+        },
+    ),
+    Exercise(
+        id="ex08_loop_nest", points=3, title="minijit's loop-nest generator, loop_nest",
+        chapter="08_code_generation", section="2. Reading minijit's generated source",
+        hint=Hint(
+            pitfall=("Operands line up with the loop's last dimensions: an operand of rank r "
+                     "in a loop of rank n is read along loops n - r ... n - 1, and a "
+                     "dimension of size 1 (of an operand whose shape is not the loop's) is "
+                     "read at 0. A rank-0 loop has no for lines, and its operands the "
+                     "subscript \"\"."),
+            code=("idx = [f\"i{k}\" for k in range(len(shape))]; loops = one "
+                  "f\"for {i} in range({d}):\" per (i, d) in zip(idx, shape). For each "
+                  "operand s: if tuple(s) == tuple(shape), \", \".join(idx); else with "
+                  "offset = len(shape) - len(s), join \"0\" if d == 1 else idx[offset + k] "
+                  "for k, d in enumerate(s).")),
+        probe=probe_loop_nest, reference=_reference_loop_nest,
+        public=NEST_PUBLIC, hidden=NEST_HIDDEN,
+        error_hints={
+            "PieceError": ("minijit checked your loop nest before compiling it and found a "
+                           "loop or a subscript wrong (the message says which); Numba would "
+                           "have read out of bounds, or the wrong element."),
         },
     ),
 ]
