@@ -143,5 +143,5 @@ def run_with_key(cache_key, scenario: str) -> dict:
             outs = [np.asarray(v) for v in tree_leaves(jitted(*args, **kwargs))]
             values.append(outs)
             dtypes.append([str(v.dtype) for v in outs])
-        traces = jitted.trace_count
-    return {"values": values, "dtypes": dtypes, "traces": traces}
+        trace_count = jitted.trace_count
+    return {"values": values, "dtypes": dtypes, "traces": trace_count}
