@@ -10,12 +10,11 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 from catalogue import PROGRAMS
+from solution_cells import solution_namespace
 
 import minijit as mj
 import minijit.numpy as mnp
@@ -29,8 +28,6 @@ from minijit.interpret import reference_eval_jaxpr
 from minijit.ir import JaxprTypeError, pp_eqn_rules, reference_pp_jaxpr, subjaxprs
 from minijit.tree_util import tree_leaves, tree_map
 
-SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / "03_the_ir.ipynb"
-
 
 @pytest.fixture(autouse=True)
 def _reference_pieces():
@@ -40,15 +37,8 @@ def _reference_pieces():
 
 
 def _solution_pieces() -> dict:
-    """`eval_jaxpr` and `pp_jaxpr` as the solution notebook defines them (its import cell
-    and the two exercise cells, nothing else)."""
-    cells = nbformat.read(SOLUTION, as_version=4).cells
-    sources = [c.source for c in cells if c.cell_type == "code"]
-    ns: dict = {"__name__": "solution"}
-    exec(compile(sources[0], str(SOLUTION), "exec"), ns)
-    for header in ("# EXERCISE ex03_eval_jaxpr", "# EXERCISE ex03_pp_jaxpr"):
-        (source,) = [s for s in sources if s.startswith(header)]
-        exec(compile(source, str(SOLUTION), "exec"), ns)
+    """`eval_jaxpr` and `pp_jaxpr` as the solution notebook defines them."""
+    ns = solution_namespace("03_the_ir.ipynb", "ex03_eval_jaxpr", "ex03_pp_jaxpr")
     return {"eval_jaxpr": ns["eval_jaxpr"], "pp_jaxpr": ns["pp_jaxpr"]}
 
 

@@ -13,21 +13,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import nbformat
 import numpy as np
 import pytest
 from catalogue import PROGRAMS
+from solution_cells import solution_namespace
 
 import minijit as mj
 from minijit import arguments, build
 from minijit.grading import cache_probes
 from minijit.grading import programs as graded
 from minijit.tree_util import tree_leaves
-
-SOLUTION = (Path(__file__).resolve().parent.parent / "solutions"
-            / "04_jit_and_the_cache.ipynb")
 
 
 @pytest.fixture(autouse=True)
@@ -38,15 +33,8 @@ def _reference_pieces():
 
 
 def _solution_piece():
-    """`cache_key` as the solution notebook defines it (its import cell and the exercise
-    cell, nothing else)."""
-    cells = nbformat.read(SOLUTION, as_version=4).cells
-    sources = [c.source for c in cells if c.cell_type == "code"]
-    ns: dict = {"__name__": "solution"}
-    exec(compile(sources[0], str(SOLUTION), "exec"), ns)
-    (source,) = [s for s in sources if s.startswith("# EXERCISE ex04_cache_key")]
-    exec(compile(source, str(SOLUTION), "exec"), ns)
-    return ns["cache_key"]
+    """`cache_key` as the solution notebook defines it."""
+    return solution_namespace("04_jit_and_the_cache.ipynb", "ex04_cache_key")["cache_key"]
 
 
 def _fresh(fn):

@@ -11,12 +11,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import nbformat
 import numpy as np
 import pytest
 from catalogue import PROGRAMS
+from solution_cells import solution_namespace
 from test_control_flow import PROGRAMS as CONTROL_FLOW_PROGRAMS
 
 import minijit as mj
@@ -30,8 +28,6 @@ from minijit.ir import Jaxpr, Var
 from minijit.lax import control_flow
 from minijit.tree_util import tree_leaves, tree_map
 
-SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / "05_control_flow.ipynb"
-
 
 @pytest.fixture(autouse=True)
 def _reference_pieces():
@@ -41,15 +37,8 @@ def _reference_pieces():
 
 
 def _solution_piece():
-    """`closure_convert` as the solution notebook defines it (its import cell and the
-    exercise cell, nothing else)."""
-    cells = nbformat.read(SOLUTION, as_version=4).cells
-    sources = [c.source for c in cells if c.cell_type == "code"]
-    ns: dict = {"__name__": "solution"}
-    exec(compile(sources[0], str(SOLUTION), "exec"), ns)
-    (source,) = [s for s in sources if s.startswith("# EXERCISE ex05_closure_convert")]
-    exec(compile(source, str(SOLUTION), "exec"), ns)
-    return ns["closure_convert"]
+    """`closure_convert` as the solution notebook defines it."""
+    return solution_namespace("05_control_flow.ipynb", "ex05_closure_convert")["closure_convert"]
 
 
 def _counting(calls: list):

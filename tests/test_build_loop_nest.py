@@ -10,19 +10,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import nbformat
 import numpy as np
 import pytest
 from catalogue import PROGRAMS
+from solution_cells import solution_namespace
 
 import minijit as mj
 from minijit import build
 from minijit.codegen.kernels import _check_loop_nest, loop_nest
 from minijit.tree_util import tree_leaves
-
-SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / "08_code_generation.ipynb"
 
 
 @pytest.fixture(autouse=True)
@@ -33,11 +29,8 @@ def _reference_pieces():
 
 
 def _solution_piece():
-    (source,) = [c.source for c in nbformat.read(SOLUTION, as_version=4).cells
-                 if c.cell_type == "code" and c.source.startswith("# EXERCISE ex08_loop_nest")]
-    ns: dict = {}
-    exec(compile(source, str(SOLUTION), "exec"), ns)
-    return ns["loop_nest"]
+    """`loop_nest` as the solution notebook defines it."""
+    return solution_namespace("08_code_generation.ipynb", "ex08_loop_nest")["loop_nest"]
 
 
 def _jitted(prog):

@@ -12,16 +12,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 from catalogue import PROGRAMS
+from solution_cells import solution_namespace
 
 import minijit as mj
 import minijit.numpy as mnp
-from minijit import build, config, lax
+from minijit import build, lax
 from minijit.grading import optimizer_probes
 from minijit.grading import programs as graded
 from minijit.grading.cases import error_of
@@ -34,8 +33,6 @@ from minijit.passes.dce import dce_jaxpr
 from minijit.passes.fuse_elementwise import fusion_groups
 from minijit.tree_util import tree_leaves
 
-SOLUTION = Path(__file__).resolve().parent.parent / "solutions" / "07_the_optimizer.ipynb"
-
 
 @pytest.fixture(autouse=True)
 def _reference_pieces():
@@ -45,20 +42,8 @@ def _reference_pieces():
 
 
 def _solution_pieces() -> dict:
-    """`dce_jaxpr` and `fusion_groups` as the solution notebook defines them (its import
-    cell and the two exercise cells, nothing else; the import cell's config is undone)."""
-    cells = nbformat.read(SOLUTION, as_version=4).cells
-    sources = [c.source for c in cells if c.cell_type == "code"]
-    ns: dict = {"__name__": "solution"}
-    saved = dict(config._values)
-    try:
-        exec(compile(sources[0], str(SOLUTION), "exec"), ns)
-    finally:
-        config._values.clear()
-        config._values.update(saved)
-    for header in ("# EXERCISE ex07_dce", "# EXERCISE ex07_fusion_groups"):
-        (source,) = [s for s in sources if s.startswith(header)]
-        exec(compile(source, str(SOLUTION), "exec"), ns)
+    """`dce_jaxpr` and `fusion_groups` as the solution notebook defines them."""
+    ns = solution_namespace("07_the_optimizer.ipynb", "ex07_dce", "ex07_fusion_groups")
     return {"dce": ns["dce_jaxpr"], "fusion_groups": ns["fusion_groups"]}
 
 
