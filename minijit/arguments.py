@@ -114,9 +114,6 @@ class SplitArgs:
     # since 1 == 1.0 == True (and they hash alike) but trace to different programs
     static_key: tuple
     static_names: list[str]  # name of each static entry, for explanations
-    # ((where, value), ...): where is the position (an int) or the keyword's name (a str);
-    # what the `cache_key` piece is given, in the order of `static_key`
-    static_values: tuple
     donated: list[bool]  # per leaf
     positions: list  # where each top-level dynamic arg goes: ("arg", i) or ("kwarg", name)
     statics: dict  # position -> static value
@@ -124,7 +121,15 @@ class SplitArgs:
     lookup_key: Any = None
 
     @property
+    def static_values(self) -> tuple:
+        """`((where, value), ...)` in the order of `static_key`, what the `cache_key` piece is
+        given: `where` is the position (an int) or the keyword's name (a str)."""
+        return tuple((where, value) for _, where, value, _ in self.static_key)
+
+    @property
     def key(self) -> tuple:
+        """minijit's own cache key for this call: what `cache_key` (the build track's
+        reference) returns for it, built from what `split_args` already made."""
         return (self.in_tree, tuple(self.leaf_avals), self.static_key)
 
     def shaped_arrays(self) -> list[ShapedArray]:
@@ -232,14 +237,13 @@ def leaf_aval(x, name: str, fun_name: str, tracers_ok: bool = False,
 def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = False,
                abstract_ok: bool = False) -> SplitArgs:
     dyn_args, dyn_kwargs, positions = [], {}, []
-    static_key, static_names, statics, static_values = [], [], {}, []
+    static_key, static_names, statics = [], [], {}
     for i, a in enumerate(args):
         name = spec.positional_name(i)
         if i in spec.static_argnums:
             static_key.append(("arg", i, _hashable(a, name, spec.fun_name), type(a)))
             static_names.append(name)
             statics[("arg", i)] = a
-            static_values.append((i, a))
         else:
             dyn_args.append(a)
             positions.append(("arg", i))
@@ -249,7 +253,6 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = Fals
                                type(kwargs[k])))
             static_names.append(k)
             statics[("kwarg", k)] = kwargs[k]
-            static_values.append((k, kwargs[k]))
         else:
             dyn_kwargs[k] = kwargs[k]
     leaves, avals, names, donated = [], [], [], []
@@ -269,8 +272,8 @@ def split_args(spec: ArgSpec, args: tuple, kwargs: dict, tracers_ok: bool = Fals
     for leaf, name in zip(leaves, names):
         avals.append(leaf_aval(leaf, name, spec.fun_name, tracers_ok, abstract_ok))
     in_tree = PyTreeDef("tuple", None, (tree_args, tree_kwargs))
-    return SplitArgs(leaves, names, avals, in_tree, tuple(static_key), static_names,
-                     tuple(static_values), donated, positions, statics)
+    return SplitArgs(leaves, names, avals, in_tree, tuple(static_key), static_names, donated,
+                     positions, statics)
 
 
 def _hashable(value, name: str, fun_name: str):
@@ -300,9 +303,12 @@ def cache_key(static_values: tuple, leaf_avals: list, treedef: PyTreeDef):
     everything that changes the traced program is in it: each static value with its type
     (`1`, `1.0` and `True` are equal, and hash alike, but trace differently), every leaf's
     shape, dtype and weak type, and the structure. A key must be hashable: tuples, not lists.
+    With minijit's own piece, `jit` uses `SplitArgs.key`, this same tuple as `split_args`
+    builds it (hence the "arg"/"kwarg" tag), rather than building it a second time.
     """
     return (treedef, tuple(leaf_avals),
-            tuple((where, value, type(value)) for where, value in static_values))
+            tuple(("arg" if isinstance(where, int) else "kwarg", where, value, type(value))
+                  for where, value in static_values))
 
 
 def _check_cache_key(key, static_values, leaf_avals, treedef) -> str | None:

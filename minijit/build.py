@@ -24,9 +24,9 @@ chapter that builds it. Invariants:
   may also declare a `check` on its result (right number of outputs, a `str`, ...), so a
   wrong result fails at once, with the piece's name, instead of somewhere downstream.
 - *No stale caches.* Every switch (`use`, `reset`, the end of a `with`) increases
-  `generation()`, then calls the `on_switch` listeners (for a cache that cannot compare
-  generations itself). `jit` drops every entry made in an earlier generation, and keeps none
-  whose compile a switch overtook, so nothing computed with a piece outlives the piece.
+  `generation()`, then calls the `on_switch` listeners. `jit`'s listener empties every cache
+  (fast paths too), and `jit` keeps no entry whose compile a switch overtook (its generation
+  changed meanwhile), so nothing computed with a piece outlives the piece.
   A piece's output feeds a cache key only where computing the key is the piece
   (`cache_key`), and then every cache hit is checked against the call's types. Where minijit
   needs the printed text of a program for itself (names in generated code, error messages),
@@ -78,13 +78,8 @@ _generation = [0]
 _listeners: list[Callable[[], None]] = []
 _lock = threading.RLock()
 
-# Where the build track will go next (the chapter's exercise registers the piece for real):
-PLANNED = {
-    "trace_to_jaxpr": "02_tracing", "eval_jaxpr": "03_the_ir", "pp_jaxpr": "03_the_ir",
-    "cache_key": "04_jit_and_the_cache", "closure_convert": "05_control_flow",
-    "dce": "07_the_optimizer", "fusion_groups": "07_the_optimizer",
-    "loop_nest": "08_code_generation",
-}
+# The pieces still to come, by chapter (those built so far are in PIECES, with theirs):
+PLANNED = {"trace_to_jaxpr": "02_tracing"}
 
 
 def register(name: str, reference: Callable[..., Any], *, chapter: str, signature: str,

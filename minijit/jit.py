@@ -139,31 +139,23 @@ class Cache:
     # Held while compiling: threads that miss on one key at once compile it once, and the
     # counters and lists above change together. Reentrant, for a compile that calls back in.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
-    # The `build.generation()` its entries were made in: an entry made before a piece of
-    # minijit was switched (`minijit.build.use`) may hold that piece's work, so it is dropped.
-    generation: int = field(default_factory=build.generation)
-
-    def drop_stale(self) -> None:
-        """Forget every entry made before the latest `build` switch (call with the lock)."""
-        if self.generation != build.generation():
-            self.entries.clear()
-            self.fast.clear()
-            self.generation = build.generation()
 
 
 # fun -> {jit options: Cache}; weak, so a cache dies with its function.
 _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _forget_fast_paths() -> None:
-    """After a `build` switch no fast path may answer: the next call of every jitted function
-    takes the slow path, which drops the entries made before the switch (`drop_stale`)."""
+def _forget_compiled() -> None:
+    """After a `build` switch, every entry may hold a piece's work (`minijit.build.use`): every
+    jitted function forgets what it compiled, fast paths too, and compiles again on its next
+    call (a compile that a switch overtakes is not kept either, see `_compile`)."""
     for per_fun in list(_caches.values()):
         for cache in list(per_fun.values()):
+            cache.entries.clear()
             cache.fast.clear()
 
 
-build.on_switch(_forget_fast_paths)
+build.on_switch(_forget_compiled)
 
 # code object -> "file:line" of the first function object traced with that code
 _seen_code: dict[Any, str] = {}
@@ -250,13 +242,13 @@ class JitFunction:
             return self._stage(args, kwargs)
         split = split_args(self.spec, args, kwargs)
         own_key = build.is_reference("cache_key")
-        key = split.lookup_key = build.call("cache_key", split.static_values, split.leaf_avals,
-                                            split.in_tree)
+        # minijit's own key is `split.key`; a learner's `cache_key` is asked through `build`
+        key = split.lookup_key = split.key if own_key else build.call(
+            "cache_key", split.static_values, split.leaf_avals, split.in_tree)
         cache = self._cache
-        entry = cache.entries.get(key) if cache.generation == build.generation() else None
+        entry = cache.entries.get(key)
         if entry is None:
             with cache.lock:  # another thread may have compiled it while we waited
-                cache.drop_stale()
                 entry = cache.entries.get(key)
                 if entry is None:
                     entry = self._compile(split)
@@ -332,7 +324,7 @@ class JitFunction:
         entry = CacheEntry(split, traced, optimized, executable, out_tree, timings)
         # Only a complete entry is stored: a failure above leaves the cache as it was. One
         # compiled while a piece was switched (`minijit.build`) serves this call only.
-        if generation == build.generation() == cache.generation:
+        if generation == build.generation():
             cache.entries[split.key if split.lookup_key is None else split.lookup_key] = entry
         cache.trace_count += 1
         cache.history.append(split)
@@ -358,14 +350,9 @@ class JitFunction:
         return "(" + ", ".join(parts) + ")"
 
     # -- seeing inside
-    def _fresh_cache(self) -> Cache:
-        with self._cache.lock:
-            self._cache.drop_stale()
-        return self._cache
-
     def _cache_size(self) -> int:
         """Number of compiled signatures (JAX has the same private method)."""
-        return len(self._fresh_cache().entries)
+        return len(self._cache.entries)
 
     @property
     def trace_count(self) -> int:
@@ -383,7 +370,7 @@ class JitFunction:
                             miss.recreated_from)
 
     def cache_entries(self) -> list[CacheEntry]:
-        return list(self._fresh_cache().entries.values())
+        return list(self._cache.entries.values())
 
     def clear_cache(self) -> None:
         self._cache.entries.clear()

@@ -24,12 +24,7 @@ from minijit.grading import cache_probes
 from minijit.grading import programs as graded
 from minijit.tree_util import tree_leaves
 
-
-@pytest.fixture(autouse=True)
-def _reference_pieces():
-    build.reset()
-    yield
-    build.reset()
+pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 
 def _solution_piece():
@@ -118,6 +113,18 @@ def test_every_slow_call_asks_the_piece_and_the_fast_path_waits():
     assert len(calls) == 5 and f.trace_count == 1 and g.trace_count == 1
     g(x), g(x)  # minijit's own again: the fast path serves the second call
     assert len(calls) == 5
+
+
+def test_minijits_own_key_is_the_reference_piece():
+    """`jit` keys a call by `SplitArgs.key` while minijit's own piece is in place, without
+    calling the piece: that key must be what the reference `cache_key` returns."""
+    spec = arguments.ArgSpec.make(lambda x, n, *, mode: x, (1,), ("mode",), None)
+    for args, kwargs in [((np.ones(3), 2), {"mode": "a"}), ((1.0, True), {"mode": 0}),
+                         (({"b": np.ones(2), "a": 2}, 1.5), {"mode": None})]:
+        split = arguments.split_args(spec, args, kwargs)
+        assert split.key == arguments.cache_key(split.static_values, split.leaf_avals,
+                                                split.in_tree)
+        assert split.static_values == ((1, args[1]), ("mode", kwargs["mode"]))
 
 
 @pytest.mark.parametrize("wrong, call, says", [
