@@ -21,6 +21,7 @@ Larger fuzzing campaigns, without hypothesis: `python tests/fuzz.py --seed S -n 
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Plots in notebooks and tests must never try to open a window (course.py sets this too).
@@ -41,3 +42,13 @@ import minijit  # noqa: E402
 # uses the interpreter, which needs no compile. The library's own default is Numba
 # (tests/test_codegen.py checks that).
 minijit.config.update("default_backend", "interpreter")
+
+
+@pytest.fixture
+def minijits_own_pieces():
+    """minijit's own build-track pieces before and after the test, whatever it switched in
+    (`minijit.build`). The build-track tests use it on every test
+    (`pytestmark = pytest.mark.usefixtures("minijits_own_pieces")`)."""
+    minijit.build.reset()
+    yield
+    minijit.build.reset()

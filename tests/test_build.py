@@ -28,12 +28,7 @@ from minijit.interpret import reference_eval_jaxpr
 from minijit.ir import JaxprTypeError, pp_eqn_rules, reference_pp_jaxpr, subjaxprs
 from minijit.tree_util import tree_leaves, tree_map
 
-
-@pytest.fixture(autouse=True)
-def _reference_pieces():
-    build.reset()
-    yield
-    build.reset()
+pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 
 def _solution_pieces() -> dict:

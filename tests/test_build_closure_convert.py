@@ -28,12 +28,7 @@ from minijit.ir import Jaxpr, Var
 from minijit.lax import control_flow
 from minijit.tree_util import tree_leaves, tree_map
 
-
-@pytest.fixture(autouse=True)
-def _reference_pieces():
-    build.reset()
-    yield
-    build.reset()
+pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 
 def _solution_piece():

@@ -20,12 +20,7 @@ from minijit import build
 from minijit.codegen.kernels import _check_loop_nest, loop_nest
 from minijit.tree_util import tree_leaves
 
-
-@pytest.fixture(autouse=True)
-def _reference_pieces():
-    build.reset()
-    yield
-    build.reset()
+pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 
 def _solution_piece():

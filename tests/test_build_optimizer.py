@@ -33,12 +33,7 @@ from minijit.passes.dce import dce_jaxpr
 from minijit.passes.fuse_elementwise import fusion_groups
 from minijit.tree_util import tree_leaves
 
-
-@pytest.fixture(autouse=True)
-def _reference_pieces():
-    build.reset()
-    yield
-    build.reset()
+pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 
 def _solution_pieces() -> dict:
