@@ -1,6 +1,6 @@
-"""`lax.map` and `lax.associative_scan` (minijit/lax/loops.py), checked against the values,
-shapes, dtypes, Jaxprs and errors of JAX 0.10.2 (jax_enable_x64), eagerly and under `jit` on
-every backend.
+"""`lax.map` and `lax.associative_scan` (minijit/lax/control_flow/loops.py), checked against
+the values, shapes, dtypes, Jaxprs and errors of JAX 0.10.2 (jax_enable_x64), eagerly and
+under `jit` on every backend.
 """
 
 from __future__ import annotations

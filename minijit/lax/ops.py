@@ -2,7 +2,7 @@
 
 These functions do no promotion and no broadcasting: dtypes must already agree and shapes must
 be equal (or scalar). `minijit.numpy` builds the forgiving NumPy-style API on top of them, and
-the control flow of `control_flow.py` (chapter 05) is written with them.
+the control flow of `control_flow/` (chapter 05) is written with them.
 """
 
 from __future__ import annotations

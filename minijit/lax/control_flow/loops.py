@@ -1,26 +1,29 @@
-"""Structured control flow: `cond`, `switch`, `while_loop`, `fori_loop`, `scan` (chapter 05).
+"""Loops: `while_loop`, `fori_loop` and `scan`, and `map` and `associative_scan` built on
+them (chapter 05).
 
-Python's `if` and `for` run while tracing, so they can only look at static things (shapes,
-static arguments). To branch or loop on a *traced* value, the branch or loop body itself must
-be staged: each function here traces its Python callables once into sub-Jaxprs and binds a
-primitive whose params hold them. One IR, not two: the printer, `eval_jaxpr`, the optimizer
-and code generation all see the sub-Jaxprs as params.
+Named after JAX's `jax/_src/lax/control_flow/loops.py`, where all five live. Two
+primitives: `while` (a condition and a body, each a closed sub-jaxpr, `common.py`) and
+`scan` (a body over a carry and the leading axis of `xs`). `fori_loop` adds none, as in JAX:
+with static bounds it is a `scan` whose first carry counts, with a traced bound a `while`
+over `(i, upper, carry)`; the optimizer's `counted_loops` pass gives the loop back to the
+code generator. Invariant: a carry keeps its type across one iteration (weak types are
+promoted once, then compared as strong ones), checked with a message that names the leaf.
 
-Invariants of every primitive here:
-- a sub-Jaxpr has no constvars: values it captures from outside become leading operands
-  (closure conversion, `closure_convert`: a build-track piece, `minijit.build`), so each
-  primitive lists `*consts` before its real operands;
-- branch outputs, and loop carries before and after one iteration, have identical types
-  (shape and dtype; weak types are joined), checked with a message that names the leaf.
+`map` is a `scan` with an empty carry, exactly as JAX lowers it (its jaxpr shows one `scan`
+equation), and `associative_scan` is the recursive doubling of Blelloch's parallel prefix
+sum, written with `lax.slice`, `lax.pad`, `lax.concatenate` and `lax.rev`, so it unrolls
+into about 10 equations per halving: O(log n) levels of whole-array work instead of a
+sequential loop of n steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import operator
+from collections.abc import Callable
 
 import numpy as np
 
-from minijit import build, dtypes
+from minijit import dtypes
 from minijit import primitives as P
 from minijit.core import (
     Primitive,
@@ -35,277 +38,24 @@ from minijit.errors import api_boundaries
 from minijit.interpret import eval_jaxpr
 from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.lax import ops as lax
-from minijit.tracing import trace_to_jaxpr
+from minijit.lax.control_flow.common import (
+    _avals,
+    _check_same_types,
+    _leaf_paths,
+    _leaf_paths_raw,
+    _strong,
+    _trace,
+    _type_str,
+    closure_convert,
+)
 from minijit.tree_util import (
     PyTreeDef,
-    keystr,
     tree_flatten,
-    tree_flatten_with_names,
     tree_unflatten,
-    treedef_paths,
 )
 
-cond_p = Primitive("cond", multiple_results=True)
 while_p = Primitive("while", multiple_results=True)
 scan_p = Primitive("scan", multiple_results=True)
-CONTROL_FLOW = {cond_p, while_p, scan_p}
-
-
-# --------------------------------------------------------------------------- tracing helpers
-
-
-def _avals(leaves) -> list[ShapedArray]:
-    return [get_aval(x) for x in leaves]
-
-
-def _trace(fun: Callable, in_tree: PyTreeDef, in_avals, names, fun_name: str):
-    """Trace `fun(*pytree args)`; returns (jaxpr, consts, out_tree) with consts captured."""
-
-    def flat_fun(*leaves):
-        return fun(*tree_unflatten(in_tree, leaves))
-
-    return trace_to_jaxpr(flat_fun, in_avals, names, fun_name)
-
-
-def capture_key(c) -> int:
-    """Which outer value a captured value stands for. Two sub-traces that capture one outer
-    variable get two tracers for it (each wraps the same Var, `c.atom`), so compare keys,
-    not the tracers themselves; a captured array is its own key."""
-    return id(getattr(c, "atom", c))
-
-
-def closure_convert(jaxpr: Jaxpr, consts: Sequence, all_consts: Sequence) -> Jaxpr:
-    """The traced body `jaxpr` (constvars bound to `consts`, the outer values it captured)
-    as a closed sub-jaxpr that takes the captured values as leading operands.
-
-    Every call site of control flow comes through here, which runs the build track's piece:
-    `reference_closure_convert` below, or yours after `build.use("closure_convert", ...)`.
-    Invariants of the result (checked on a piece of yours, `_check_closed`): no constvars;
-    one leading invar per entry of `all_consts`, in that order and of its type, then the
-    body's own invars; the leading invar k stands for `all_consts[k]` wherever the body used
-    a constvar for that outer value (`capture_key`), so one outer value captured by two
-    branches is one operand; an entry this body never read gets a fresh Var."""
-    return build.call("closure_convert", jaxpr, consts, all_consts)
-
-
-def reference_closure_convert(jaxpr: Jaxpr, consts: Sequence, all_consts: Sequence) -> Jaxpr:
-    """minijit's own `closure_convert`: reuse the constvars as leading invars."""
-    mine = {capture_key(c): v for c, v in zip(consts, jaxpr.constvars)}
-    lead = tuple(mine.get(capture_key(c)) or Var(get_aval(c)) for c in all_consts)
-    return Jaxpr((), lead + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)
-
-
-def _check_closed(got, jaxpr: Jaxpr, consts: Sequence, all_consts: Sequence) -> str | None:
-    """What is wrong with `got` as `closure_convert(jaxpr, consts, all_consts)`, if anything:
-    it must be minijit's result up to the names of its Vars (`_same_program`)."""
-    if not isinstance(got, Jaxpr):
-        return f"returned a {type(got).__name__}; it must return a Jaxpr"
-    if got.constvars:
-        return (f"returned a jaxpr with {len(got.constvars)} constvars; a closed sub-jaxpr has "
-                "none: each captured value becomes a leading invar")
-    n, m = len(all_consts), len(jaxpr.invars)
-    if len(got.invars) != n + m:
-        return (f"returned a jaxpr with {len(got.invars)} invars; it needs {n + m}: one per "
-                f"entry of all_consts ({n}), then the body's own ({m})")
-    for k, (v, c) in enumerate(zip(got.invars, all_consts)):
-        if not isinstance(v, Var) or v.aval.strip_weak_type() != get_aval(c).strip_weak_type():
-            what = v.aval.str_short() if isinstance(v, Var) else type(v).__name__
-            return (f"made leading invar {k} a {what}, but all_consts[{k}] is a "
-                    f"{get_aval(c).str_short()}")
-    return _same_program(reference_closure_convert(jaxpr, consts, all_consts), got, n)
-
-
-def _same_program(want: Jaxpr, got: Jaxpr, n_lead: int) -> str | None:
-    """None if `got` is `want` with other Vars (the same equations, reading the same inputs)."""
-    names: dict[int, Var] = {}  # id of a Var of `want` -> the Var of `got` in its place
-    binders = [*want.invars] + [v for e in want.eqns for v in e.outvars]
-    got_binders = [*got.invars] + [v for e in got.eqns for v in e.outvars]
-    if len(got.eqns) != len(want.eqns) or len(binders) != len(got_binders):
-        return (f"returned a body of {len(got.eqns)} equations where the traced body has "
-                f"{len(want.eqns)}: keep its equations as they are")
-    if len({id(v) for v in got_binders}) != len(got_binders):
-        return "returned a jaxpr that binds one Var twice: each invar needs a Var of its own"
-    names.update((id(w), g) for w, g in zip(binders, got_binders))
-
-    def same(w, g) -> bool:
-        if isinstance(w, Lit):
-            return isinstance(g, Lit) and w.aval == g.aval and w.val == g.val
-        return names.get(id(w)) is g
-
-    def which(v) -> str:
-        k = next((i for i, u in enumerate(got.invars) if u is v), None)
-        if k is None:
-            return "a Var that it does not bind (a constvar left in place?)"
-        return f"invar {k} (all_consts[{k}])" if k < n_lead else f"invar {k}"
-
-    for i, (w, g) in enumerate(zip(want.eqns, got.eqns)):
-        if w is not g and (w.primitive is not g.primitive or w.params != g.params):
-            return f"changed equation {i} ({w.primitive.name}): keep the body's equations"
-        for a, b in zip(w.invars, g.invars):
-            if not same(a, b):
-                return (f"made equation {i} ({w.primitive.name}) read {which(b)}, where the "
-                        f"traced body reads {which(names.get(id(a)))}: leading invar k must "
-                        "be the body's constvar for all_consts[k], matched by capture_key")
-    for k, (a, b) in enumerate(zip(want.outvars, got.outvars)):
-        if not same(a, b):
-            return (f"made output {k} {which(b)}, where the traced body returns "
-                    f"{which(names.get(id(a)))}")
-    return None
-
-
-def _selftest(convert) -> str | None:
-    """Run a candidate on the two branches of a cond nested in a loop body, which capture
-    `x` and `y` from two traces out (so each branch gets tracers of its own for them)."""
-    f64 = ShapedArray((2,), np.dtype(np.float64))
-    w = np.array([1.0, 2.0])
-    problems: list[str | None] = []
-
-    def outer(x, y):
-        def body(v):
-            bodies = [trace_to_jaxpr(lambda u: (u * x + w,), [f64], ["u"]),
-                      trace_to_jaxpr(lambda u: (u - y * x,), [f64], ["u"])]
-            all_consts = _join_consts(*[c for _, c, _ in bodies])
-            for jaxpr, consts, _ in bodies:
-                problems.append(_check_closed(convert(jaxpr, consts, all_consts), jaxpr,
-                                              consts, all_consts))
-            return v
-
-        trace_to_jaxpr(body, [f64], ["v"])
-        return x
-
-    trace_to_jaxpr(outer, [f64, f64], ["x", "y"])
-    return next((p for p in problems if p), None)
-
-
-build.register("closure_convert", reference_closure_convert, chapter="05_control_flow",
-               signature="closure_convert(jaxpr, consts, all_consts) -> Jaxpr",
-               check=_check_closed, selftest=_selftest)
-
-
-def _join_consts(*const_lists) -> list:
-    seen, out = set(), []
-    for consts in const_lists:
-        for c in consts:
-            if capture_key(c) not in seen:
-                seen.add(capture_key(c))
-                out.append(c)
-    return out
-
-
-def _type_str(aval: ShapedArray) -> str:
-    return aval.str_short()
-
-
-def _strong(avals) -> list[ShapedArray]:
-    return [a.strip_weak_type() for a in avals]
-
-
-def _check_same_types(what: str, a_name: str, a_tree, a_avals, b_name: str, b_tree, b_avals,
-                      paths: Sequence[str]):
-    if a_tree != b_tree:
-        raise TypeError(f"{what}: {a_name} and {b_name} must return the same structure, "
-                        f"got {a_tree} and {b_tree}")
-    for path, a, b in zip(paths, a_avals, b_avals):
-        if a.strip_weak_type() != b.strip_weak_type():
-            raise TypeError(
-                f"{what}: {a_name} and {b_name} must have identical types, but at {path} "
-                f"{a_name} gives {_type_str(a)} and {b_name} gives {_type_str(b)}. Convert one "
-                "side explicitly (e.g. .astype(...)) so both agree."
-            )
-
-
-# --------------------------------------------------------------------------- cond and switch
-
-
-def switch(index, branches: Sequence[Callable], *operands):
-    """Run `branches[index](*operands)`; `index` is clamped into range, as in JAX."""
-    if not branches:
-        raise ValueError("switch needs at least one branch")
-    if isinstance(index, np.integer):
-        index = int(index)
-    aval = get_aval(index)
-    if not (dtypes.is_int(aval.dtype) or aval.dtype == dtypes.bool_):
-        raise TypeError(f"switch index must be an integer scalar, got {aval}")
-    if aval.shape != ():
-        raise TypeError(f"switch index must be a scalar, got {aval}")
-    if isinstance(index, int):  # a static index picks its branch now, clamped the same way
-        index = np.int32(min(max(index, 0), len(branches) - 1))
-    else:
-        index = lax.clamp(np.int32(0), _as_int32(index), np.int32(len(branches) - 1))
-    return _cond(index, list(branches), operands, "switch")
-
-
-def _as_int32(x):
-    """`x` as a strong int32 scalar (the branch index `cond` binds)."""
-    aval = get_aval(x)
-    if aval.dtype == np.int32 and not aval.weak_type:
-        return x
-    return lax.convert_element_type(x, np.int32)
-
-
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
-    """`true_fun(*operands)` if `pred` else `false_fun(*operands)`; only one of them runs.
-
-    Both are traced (so both must type-check), but the compiled program evaluates one.
-    """
-    aval = get_aval(pred if not isinstance(pred, (list, tuple)) else np.asarray(pred))
-    if aval.shape != ():
-        raise TypeError(f"cond predicate must be a scalar, got {aval.str_short()}; to choose "
-                        "elementwise use mnp.where(pred, x, y)")
-    if isinstance(pred, (bool, int, float, np.generic)):
-        index = np.int32(bool(pred))  # a concrete predicate: the index is a literal
-    else:
-        if aval.dtype != dtypes.bool_:
-            pred = lax.ne(pred, np.zeros((), aval.dtype)[()])
-        index = lax.convert_element_type(pred, np.int32)
-    return _cond(index, [false_fun, true_fun], operands, "cond",
-                 names=["false_fun", "true_fun"])
-
-
-def _cond(index, funs: list[Callable], operands, what: str, names=None):
-    names = names or [f"branches[{i}]" for i in range(len(funs))]
-    leaves, in_tree = tree_flatten(operands)
-    in_avals = _avals(leaves)
-    arg_names = [f"operand{p}" for p, _ in tree_flatten_with_names(operands)[0]]
-    traced = [_trace(f, in_tree, in_avals, arg_names, getattr(f, "__name__", n))
-              for f, n in zip(funs, names)]
-    first_jaxpr, _, first_tree = traced[0]
-    for (jaxpr, _, tree), name in zip(traced[1:], names[1:]):
-        _check_same_types(f"lax.{what}", names[0], first_tree, first_jaxpr.out_avals,
-                          name, tree, jaxpr.out_avals, _leaf_paths(first_tree))
-    all_consts = _join_consts(*[consts for _, consts, _ in traced])
-    branches = tuple(closure_convert(j, c, all_consts) for j, c, _ in traced)
-    outs = bind(cond_p, index, *all_consts, *leaves, branches=branches)
-    return tree_unflatten(first_tree, outs)
-
-
-def _leaf_paths(tree: PyTreeDef) -> list[str]:
-    return ["output" + keystr(p) for p in treedef_paths(tree)]
-
-
-def _cond_abstract_eval(index, *args, branches):
-    if index.shape != () or not dtypes.is_int(index.dtype):
-        raise TypeError(f"cond: index must be an integer scalar, got {index.str_short()}")
-    for b in branches:
-        if [a.strip_weak_type() for a in b.in_avals] != [a.strip_weak_type() for a in args]:
-            raise TypeError("cond: branch inputs do not match the operands")
-        if _strong(b.out_avals) != _strong(branches[0].out_avals):
-            raise TypeError("cond: branches give different output types")
-    outs = [b.out_avals for b in branches]
-    return [ShapedArray(a.shape, a.dtype, all(o[i].weak_type for o in outs))
-            for i, a in enumerate(outs[0])]
-
-
-def _cond_impl(index, *args, branches):
-    i = int(np.clip(index, 0, len(branches) - 1))
-    return eval_jaxpr(branches[i], (), *args)
-
-
-abstract_eval_rules[cond_p] = _cond_abstract_eval
-impl_rules[cond_p] = _cond_impl
-
-
-# --------------------------------------------------------------------------- loops
 
 
 def _trace_body(what: str, fun: Callable, prefix_avals: list, prefix_names: list,
@@ -546,10 +296,6 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return carry_out, ys
 
 
-def _leaf_paths_raw(tree: PyTreeDef) -> list[str]:
-    return [keystr(p) for p in treedef_paths(tree)]
-
-
 def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     carry = args[num_consts:num_consts + num_carry]
     xs = args[num_consts + num_carry:]
@@ -580,6 +326,160 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
 
 abstract_eval_rules[scan_p] = _scan_abstract_eval
 impl_rules[scan_p] = _scan_impl
+
+
+# Keep last: every public function becomes an API boundary (errors.api_boundary).
+api_boundaries(globals())
+
+
+def _leading_length(what: str, leaves) -> int:
+    """The common length of the leaves' leading axes, with JAX's errors when there is none."""
+    if not leaves:
+        raise ValueError(f"{what} got no values to map over: xs has no array leaves")
+    shapes = [get_aval(x).shape for x in leaves]
+    if any(not s for s in shapes):
+        raise ValueError(f"{what}: every leaf of xs needs a leading axis to map over, got "
+                         f"shapes {shapes}")
+    lengths = sorted({s[0] for s in shapes})
+    if len(lengths) != 1:
+        raise ValueError(f"{what} got values with different leading axis sizes: "
+                         f"{', '.join(str(n) for n in lengths)}.")
+    return lengths[0]
+
+
+def _map_leaves(f: Callable, xs):
+    """`f` over the leading axis of every leaf of `xs`: one `scan` with an empty carry."""
+    _, ys = scan(lambda carry, x: (carry, f(x)), (), xs)
+    return ys
+
+
+def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 - JAX's name
+    """`stack([f(x) for x in xs])` along the leading axis of every leaf of the pytree `xs`,
+    staged as one `scan` (the body is traced once, whatever the length).
+
+    With `batch_size=b`, the leading axis is cut into `n // b` batches of `b`, the batches are
+    mapped in an outer scan, and the `n % b` left over are mapped after it, then concatenated.
+    JAX runs `vmap(f)` on each batch; minijit has no `vmap`, so each batch is an inner scan:
+    the same results, in the same layout of equations (slice, reshape, scan, concatenate).
+    """
+    leaves, tree = tree_flatten(xs)
+    n = _leading_length("lax.map", leaves)
+    if not batch_size:  # JAX treats batch_size=0 as no batching too
+        return _map_leaves(f, xs)
+    batch_size = operator.index(batch_size)
+    if batch_size < 0:
+        raise ValueError(f"lax.map: batch_size must be a positive int, got {batch_size}")
+    batches, rest = divmod(n, batch_size)
+    cut = batches * batch_size
+
+    def rows(x, start, stop):
+        shape = get_aval(x).shape
+        return lax.slice(x, (start, *[0] * (len(shape) - 1)), (stop, *shape[1:]))
+
+    outs = []
+    if batches:
+        batched = [lax.reshape(rows(x, 0, cut), (batches, batch_size, *get_aval(x).shape[1:]))
+                   for x in leaves]
+        ys = _map_leaves(lambda batch: _map_leaves(f, batch), tree_unflatten(tree, batched))
+        y_leaves, y_tree = tree_flatten(ys)
+        outs.append((y_tree, [lax.reshape(y, (cut, *get_aval(y).shape[2:])) for y in y_leaves]))
+    if rest:
+        ys = _map_leaves(f, tree_unflatten(tree, [rows(x, cut, n) for x in leaves]))
+        y_leaves, y_tree = tree_flatten(ys)
+        outs.append((y_tree, y_leaves))
+    if len(outs) == 1:
+        return tree_unflatten(*outs[0])
+    (y_tree, full), (_, tail) = outs
+    return tree_unflatten(y_tree, [lax.concatenate([a, b], 0) for a, b in zip(full, tail)])
+
+
+# --------------------------------------------------------------------------- associative_scan
+
+
+def _slice_in_dim(x, start: int, stop: int, stride: int, axis: int):
+    """`x[start:stop:stride]` along `axis`, every other axis whole."""
+    shape = get_aval(x).shape
+    starts = [0] * len(shape)
+    limits = list(shape)
+    strides = [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start, stop, stride
+    return lax.slice(x, starts, limits, strides if stride != 1 else None)
+
+
+def _interleave(evens, odds, axis: int):
+    """`evens[0], odds[0], evens[1], odds[1], ...` along `axis` (`evens` has as many elements
+    as `odds`, or one more): each spread out with zeros in between by `pad`, then added (or
+    or-ed, for bools), since each position holds a value from exactly one of them."""
+    n_even, n_odd = get_aval(evens).shape[axis], get_aval(odds).shape[axis]
+    ndim = get_aval(evens).ndim
+    even_pad = [(0, 0, 0)] * ndim
+    odd_pad = [(0, 0, 0)] * ndim
+    even_pad[axis] = (0, 1 if n_even == n_odd else 0, 1)
+    odd_pad[axis] = (1, 0 if n_even == n_odd else 1, 1)
+    dtype = get_aval(evens).dtype
+    zero = np.zeros((), dtype)
+    join = lax.bitwise_or if dtype == np.bool_ else lax.add
+    return join(lax.pad(evens, zero, even_pad), lax.pad(odds, zero, odd_pad))
+
+
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
+    """All prefix combinations along `axis`: `out[i] = fn(...fn(fn(e[0], e[1]), e[2])..., e[i])`
+    for an associative `fn` of two pytrees shaped like `elems` (`lax.associative_scan(lax.add,
+    x)` is a cumulative sum). With `reverse=True`, the combinations run from the end.
+
+    Invariant of the recursion (Blelloch): the scan's odd positions are the scan of the sums of
+    adjacent pairs, computed by recursing on half as many elements; each even position is then
+    one `fn` of the odd result before it and the original element. `fn` is applied elementwise
+    to whole slices, so it must keep the shapes it is given.
+    """
+    if not callable(fn):
+        raise TypeError("lax.associative_scan: fn argument should be callable.")
+    leaves, tree = tree_flatten(elems)
+    if not leaves:
+        raise ValueError("lax.associative_scan: elems has no array leaves to scan")
+    ndim = get_aval(leaves[0]).ndim
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    axis %= ndim
+    if any(get_aval(x).ndim <= axis or get_aval(x).shape[axis] != get_aval(leaves[0]).shape[axis]
+           for x in leaves):
+        raise ValueError("Array inputs to associative_scan must have the same first dimension. "
+                         f"(saw: {[get_aval(x).shape for x in leaves]})")
+    if reverse:
+        leaves = [lax.rev(x, (axis,)) for x in leaves]
+
+    def combine(a_leaves, b_leaves):
+        out, out_tree = tree_flatten(fn(tree_unflatten(tree, a_leaves),
+                                        tree_unflatten(tree, b_leaves)))
+        want = [get_aval(x).shape for x in a_leaves]
+        got = [get_aval(x).shape for x in out]
+        if out_tree != tree or got != want:
+            raise ValueError(
+                "lax.associative_scan: fn must return a pytree of the structure and shapes it "
+                f"is given (it combines whole slices elementwise): given shapes {want}, it "
+                f"returned {got}")
+        return out
+
+    def prefix_scan(xs):
+        n = get_aval(xs[0]).shape[axis]
+        if n < 2:
+            return xs
+        pairs = combine([_slice_in_dim(x, 0, n - 1, 2, axis) for x in xs],
+                        [_slice_in_dim(x, 1, n, 2, axis) for x in xs])
+        odds = prefix_scan(pairs)  # the scan at positions 1, 3, 5, ...
+        n_odd = get_aval(odds[0]).shape[axis]
+        # positions 2, 4, ...: the odd result just before, combined with the element itself
+        before = odds if n % 2 else [_slice_in_dim(o, 0, n_odd - 1, 1, axis) for o in odds]
+        evens = combine(before, [_slice_in_dim(x, 2, n, 2, axis) for x in xs])
+        evens = [lax.concatenate([_slice_in_dim(x, 0, 1, 1, axis), e], axis)
+                 for x, e in zip(xs, evens)]
+        return [_interleave(e, o, axis) for e, o in zip(evens, odds)]
+
+    out = prefix_scan(leaves)
+    if reverse:
+        out = [lax.rev(x, (axis,)) for x in out]
+    return tree_unflatten(tree, out)
 
 
 # Keep last: every public function becomes an API boundary (errors.api_boundary).
