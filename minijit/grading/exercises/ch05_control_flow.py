@@ -127,19 +127,19 @@ def probe_while_direct(ns, x, limit):
     import minijit as mj
     from minijit import lax
     from minijit.ir import Lit
-    from minijit.lax import control_flow
+    from minijit.lax.control_flow import loops
 
     def halve_until(x, limit):
         return lax.while_loop(lambda c: c[0] > limit, lambda c: (c[0] * 0.5, c[1] + 1), (x, 0))
 
     closed = mj.make_jaxpr(halve_until)(np.float64(x), np.float64(limit))
-    eqn = next(e for e in closed.eqns if e.primitive is control_flow.while_p)
+    eqn = next(e for e in closed.eqns if e.primitive is loops.while_p)
     env = {id(v): np.asarray(a) for v, a in zip(closed.jaxpr.invars,
                                                   (np.float64(x), np.float64(limit)))}
     operands = [np.asarray(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
                 for a in eqn.invars]
     rule = get(ns, "my_while_impl")
-    if rule is control_flow._while_impl:
+    if rule is loops._while_impl:
         raise TypeError("my_while_impl must be your own function, not minijit's rule")
     outs = rule(*operands, **eqn.params)
     if type(outs) not in (list, tuple):
@@ -153,8 +153,7 @@ def probe_while_in_eval(ns, program):
     import minijit.numpy as mnp
     from minijit import lax
     from minijit.core import impl_rules
-    from minijit.lax import control_flow
-    from minijit.lax.control_flow import while_p
+    from minijit.lax.control_flow import loops, while_p
 
     def countdown(n):  # a tuple carry, no captured values
         return lax.while_loop(lambda c: c[0] > 0, lambda c: (c[0] - 1, c[1] * 2.0), (n, 1.0))
@@ -237,7 +236,7 @@ def probe_while_in_eval(ns, program):
         "captured_array": (captured_array, (np.zeros(3),)),
     }
     rule = get(ns, "my_while_impl")
-    if rule is impl_rules[while_p] or rule is control_flow._while_impl:
+    if rule is impl_rules[while_p] or rule is loops._while_impl:
         raise TypeError("my_while_impl must be your own function, not minijit's rule")
     calls = []
 
