@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise, raises
+from minijit.grading.cases import Case, Exercise, Hint, raises
 from minijit.grading.probing import get
 
 # ------------------------------------------------------------------------ ex03_broadcast_rule
@@ -113,10 +113,16 @@ EXERCISES = [
     Exercise(
         id="ex03_broadcast_rule", points=2, title="The shape rule of a broadcasting add",
         chapter="03_the_ir", section="6. Shapes and dtypes without data",
-        hint=("Line the shapes up from the right, padding the shorter one with 1s; each pair "
-              "of sizes must be equal or contain a 1, and the result takes the larger. Raise "
-              "TypeError for unequal dtypes or sizes that clash; return a list with one "
-              "ShapedArray."),
+        hint=Hint(
+            pitfall=("Broadcasting lines the shapes up at their last axis, not their first: "
+                     "the shorter shape is padded with 1s on the left, a size of 1 stretches "
+                     "to the other size, and any other mismatch (or two dtypes) is a type "
+                     "error. Compare the expected and the got shape of the failed case: "
+                     "which axis came out wrong?"),
+            code=("Pad both shapes to ndim = max(x.ndim, y.ndim) with leading 1s, zip them, "
+                  "raise TypeError where a != b and 1 is not among them, else keep the size "
+                  "that is not 1; check x.dtype == y.dtype first, and return "
+                  "[ShapedArray(tuple(shape), x.dtype)].")),
         probe=probe_broadcast_rule,
         reference=lambda: {"broadcast_binary_rule": _reference_broadcast_rule},
         public=(
@@ -141,13 +147,33 @@ EXERCISES = [
             Case("inside make_jaxpr: (1, 3) with (4, 1)", ((1, 3), (4, 1)),
                  probe=probe_broadcast_rule_in_jaxpr),
         ),
+        error_hints={
+            "ValueError": Hint(
+                pitfall=("The rule raised ValueError (as NumPy's own broadcasting does): a "
+                         "shape or dtype that does not fit is a type error, and a shape rule "
+                         "reports it as TypeError, as minijit's strict primitives do "
+                         "(section 6)."),
+                code=("raise TypeError(...) yourself, or catch the ValueError of "
+                      "mnp.broadcast_shapes and raise TypeError from it.")),
+            "TypeError": Hint(
+                pitfall=("A TypeError where a shape was expected: either the rule refused two "
+                         "shapes that do broadcast (a size of 1, or a missing leading axis, "
+                         "fits any size), or it returned something other than a list holding "
+                         "one ShapedArray (the message says which).")),
+        },
     ),
     Exercise(
         id="ex03_dtype", points=2, title="Fix an int/float dtype bug",
         chapter="03_the_ir", section="8. Mixing dtypes",
-        hint=("An array created without thinking about its dtype inherits one: zeros_like of "
-              "an int array is int, and storing 0.25 into it silently truncates to 0. Give "
-              "the accumulator an explicit float dtype (dtype=mnp.float64)."),
+        hint=Hint(
+            pitfall=("An array made from another takes its dtype: an accumulator made from "
+                     "int64 counts is int64, so every fraction stored into it is truncated to "
+                     "0 (the convert_element_type in the jaxpr shows where), and converting "
+                     "the result afterwards is too late. The accumulator must be float64 from "
+                     "the start."),
+            code=("Pass dtype=mnp.float64 where the accumulator is created: mnp.zeros(shape, "
+                  "dtype=...) instead of zeros_like in fractions, and the same for "
+                  "half_sum's initial carry, a scalar (shape ()).")),
         probe=probe_fractions,
         reference=_reference_dtype,
         public=(
@@ -161,9 +187,13 @@ EXERCISES = [
             Case("half_sum of [1, -3, 10, 4]", ([1, -3, 10, 4],), probe=probe_half_sum),
         ),
         error_hints={
-            "TypeError": ("A loop carry keeps one dtype: an int initial value cannot hold "
-                          "the float the body returns. Start it with an explicit float dtype, "
-                          "e.g. mnp.zeros((), dtype=mnp.float64)."),
+            "TypeError": Hint(
+                pitfall=("A loop carry keeps one dtype from the first iteration to the last, "
+                         "and its initial value decides which: an int carry cannot hold the "
+                         "float the body returns, so fori_loop refuses it (the message names "
+                         "both types)."),
+                code=("Start the carry as a float64 scalar: mnp.zeros((), dtype=...) with "
+                      "mnp.float64, not values.dtype.")),
         },
     ),
 ]
@@ -239,17 +269,35 @@ def _reference_pp_jaxpr():
     return {"pp_jaxpr": reference_pp_jaxpr}
 
 
-_NO_STR_INSIDE = ("str(jaxpr) and print(jaxpr) call the printer minijit uses, which after "
-                  "build.use is yours: inside pp_jaxpr, build the text of a sub-jaxpr "
-                  "yourself instead of calling str() on it.")
+_NO_STR_INSIDE = Hint(
+    pitfall=("str(jaxpr) and print(jaxpr) call the printer minijit uses, which after build.use "
+             "is yours: calling it on a sub-jaxpr from inside your printer calls your printer "
+             "again, without end."),
+    code=("Print a sub-jaxpr (a param of cond, while or scan) with a function of your own, "
+          "called recursively with the same names dict, never with str()."))
 _PP_PUBLIC = ("add_literal", "compare", "scale_shift", "int_arith", "cond", "unread_output")
+
+
+# What a program tests, for the printers that print it differently: names in another order
+# (the constvars, the outputs of an equation whose params hold jaxprs) and unread outputs.
+_PP_CASE_HINTS = {
+    "scale_shift": ("A captured array is a constvar, printed before the ; and named before "
+                    "the invars: { lambda a:f64[3]; b:f64[3]. let ... }."),
+    "cond": ("Names run through the sub-jaxprs in one sequence: the cond equation's output "
+             "is named before its branches are printed, and the branches' variables take "
+             "the next names. A branch that starts again from a was printed on its own "
+             "(by str(), or with a fresh table of names), not inside the outer walk."),
+    "unread_output": ("An equation output that nothing reads is printed as _ and takes no "
+                      "name, so the next name goes to the next variable; a sub-jaxpr's "
+                      "outputs are read by its in (...)."),
+}
 
 
 def _pp_cases(public: bool) -> tuple[Case, ...]:
     from minijit.grading.programs import PRINTABLE
 
-    return tuple(Case(f"program {name}", (name,)) for name in PRINTABLE
-                 if (name in _PP_PUBLIC) == public)
+    return tuple(Case(f"program {name}", (name,), hint=_PP_CASE_HINTS.get(name))
+                 for name in PRINTABLE if (name in _PP_PUBLIC) == public)
 
 
 def _eval_hidden() -> tuple[Case, ...]:
@@ -263,43 +311,66 @@ EXERCISES += [
     Exercise(
         id="ex03_eval_jaxpr", points=3, title="minijit's interpreter, eval_jaxpr",
         chapter="03_the_ir", section="5. The interpreter",
-        hint=("Keep an environment from each Var to its value: bind constvars to consts and "
-              "invars to args, then for each equation read its inputs (a Lit is "
-              "np.asarray(lit.val, dtype=lit.aval.dtype)), call "
-              "impl_rules[eqn.primitive](*inputs, **eqn.params), which returns a list, and "
-              "bind each outvar to its output. Return a list with one array per outvar "
-              "(an outvar may be a Lit, or an input). Do not run sub-jaxprs yourself: the "
-              "impl rules of cond, while and scan do, by calling eval_jaxpr."),
+        hint=Hint(
+            pitfall=("An interpreter keeps an environment from each variable to its value, "
+                     "filled in program order: the constvars and invars before the first "
+                     "equation, each equation's outputs after it runs. A literal is not in "
+                     "it (it carries its value and dtype), an impl rule returns a list even "
+                     "for one output, and the result is a list with one array per outvar. "
+                     "Compare the dtype and shape of what the failed case got, output by "
+                     "output."),
+            code=("A dict env and a read(atom): np.asarray(atom.val, dtype=atom.aval.dtype) "
+                  "for an mj.Lit, env[atom] for a Var. Fill env from zip(jaxpr.constvars, "
+                  "consts) and zip(jaxpr.invars, args); per equation, zip eqn.outvars with "
+                  "what impl_rules[eqn.primitive](*inputs, **eqn.params) returns; end with "
+                  "read over jaxpr.outvars. Sub-jaxprs need nothing: the impl rules of cond, "
+                  "while and scan call eval_jaxpr themselves.")),
         probe=probe_eval_program,
         reference=_reference_eval_jaxpr,
         public=tuple(_eval_case(n) for n in _EVAL_PUBLIC),
         hidden=_eval_hidden(),
         error_hints={
-            "KeyError": ("A variable was read before anything bound it: bind the constvars "
-                         "and the invars before the first equation, each outvar after its "
-                         "equation, and read a Lit by its value, not from the environment."),
-            "PieceError": ("minijit ran your eval_jaxpr and it failed; the message names the "
-                           "equation. Remember that impl rules return a list of outputs."),
+            "KeyError": Hint(
+                pitfall=("A variable was read before anything bound it: the constvars or "
+                         "invars were not bound before the first equation, an equation's "
+                         "outputs were not written after it, or a literal (an input or an "
+                         "outvar may be one) was looked up in the environment instead of "
+                         "read by its own value."),
+                code=("Bind zip(jaxpr.constvars, consts) and zip(jaxpr.invars, args) first; "
+                      "read an mj.Lit as np.asarray(lit.val, dtype=lit.aval.dtype), never "
+                      "from env.")),
+            "PieceError": Hint(
+                pitfall=("minijit ran your eval_jaxpr (through jit, or on the body of a cond, "
+                         "while or scan) and it raised or returned a wrong result; the "
+                         "message names the equation. An impl rule returns a list: each "
+                         "outvar is bound to one element of it, not to the list, and every "
+                         "value keeps its aval's dtype.")),
         },
     ),
     Exercise(
         id="ex03_pp_jaxpr", points=3, title="minijit's printer, pp_jaxpr",
         chapter="03_the_ir", section="4. The printer",
-        hint=("Name Vars a, b, ..., z, ba, bb, ... the first time you meet them: constvars, "
-              "invars, then each equation's outvars (before its params, which may hold a "
-              "sub-jaxpr, named with the same names). Write binders as name:type "
-              "(aval.str_short()), an outvar that nothing reads as _:type, a literal as "
-              "repr(np.asarray(val, dtype).item()) + ':' + type, params sorted as "
-              "[k=v ...] (a dtype by its name, a jaxpr printed in place, a tuple of jaxprs as "
-              "( ... )), and end with in (a,) for one output."),
+        hint=Hint(
+            pitfall=("The names come from one walk in a fixed order, shared by the sub-jaxprs: "
+                     "constvars, invars, then each equation's outputs before what its params "
+                     "hold; an output that nothing reads prints as _ and takes no name. "
+                     "Print your text under print(jaxpr)'s for a small program and find the "
+                     "first difference: a name, a type, a literal, or the params."),
+            code=("A dict id(var) -> name, handed out a, ..., z, ba, bb, ... on first sight "
+                  "(base 26 on the letters); binders as name:aval.str_short(); a literal as "
+                  "repr of np.asarray(val, dtype).item() then :type; params sorted by name in "
+                  "[k=v ...] (a dtype by its name, a Jaxpr printed in place by your own "
+                  "function, a tuple of jaxprs in ( ... )); then in (a,) for one output.")),
         probe=probe_print_program,
         reference=_reference_pp_jaxpr,
         public=_pp_cases(public=True),
         hidden=_pp_cases(public=False),
         error_hints={
             "RecursionError": _NO_STR_INSIDE,
-            "PieceError": ("minijit called your pp_jaxpr and it failed (the message says how). "
-                           + _NO_STR_INSIDE),
+            "PieceError": Hint(
+                pitfall=("minijit called your pp_jaxpr (for print, or to check it) and it "
+                         "failed; the message says how. " + _NO_STR_INSIDE.pitfall),
+                code=_NO_STR_INSIDE.code),
         },
     ),
 ]
