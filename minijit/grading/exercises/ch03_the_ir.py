@@ -368,9 +368,11 @@ EXERCISES += [
         error_hints={
             "RecursionError": _NO_STR_INSIDE,
             "PieceError": Hint(
-                pitfall=("minijit called your pp_jaxpr (for print, or to check it) and it "
-                         "failed; the message says how. " + _NO_STR_INSIDE.pitfall),
-                code=_NO_STR_INSIDE.code),
+                pitfall=("minijit called your pp_jaxpr (for print, or to check it) and refused "
+                         "what it returned or raised; the message says which. A printer "
+                         "returns the program's text, a str, the same every time, and never "
+                         "calls str() on a jaxpr: after build.use, that calls your printer "
+                         "again.")),
         },
     ),
 ]
