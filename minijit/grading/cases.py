@@ -73,14 +73,15 @@ class Case:
     """One test case: ``probe(ns, *args)`` run on the learner's and the reference namespace.
 
     ``probe`` defaults to the exercise's probe. ``expected`` may be given literally (plain
-    data); otherwise it is computed from the reference. ``hint`` overrides the exercise's.
+    data); otherwise it is computed from the reference. ``hint`` (a string or a
+    :class:`Hint`) overrides the exercise's.
     """
 
     name: str
     args: tuple = ()
     probe: Probe | None = None
     expected: Any = _MISSING
-    hint: str | None = None
+    hint: str | Hint | None = None
     rtol: float = 1e-7
     atol: float = 1e-12
 
@@ -110,7 +111,7 @@ class Exercise:
     reference: Callable[[], Mapping[str, Any]]
     public: tuple[Case, ...]
     hidden: tuple[Case, ...] = ()
-    error_hints: Mapping[str, str] = field(default_factory=dict)
+    error_hints: Mapping[str, str | Hint] = field(default_factory=dict)
 
     def cases(self, extra_hidden: tuple[Case, ...] = ()) -> list[tuple[str, Case, bool]]:
         """All cases as ``(key, case, is_public)``; keys are stable and unique."""

@@ -42,6 +42,8 @@ probe runs minijit's own ``dce`` and ``fusion_groups`` but for the one piece it 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from minijit.grading.cases import Case, Exercise, Hint
@@ -124,12 +126,19 @@ def _reference_fold():
     return {"my_fold": my_fold}
 
 
-def _program(label: str, source: str, *args, hint: str | None = None) -> Case:
+def _program(label: str, source: str, *args, hint: str | Hint | None = None) -> Case:
     """A case: `source` defines `f`; args are (values, dtype) pairs, values JSON-like."""
     return Case(label, (source, [list(a) for a in args]), hint=hint)
 
 
 _F3 = ([0.5, -1.25, 2.0], "float64")
+_EXACT_FOLD = Hint(
+    pitfall=("Python numbers are not the program's numbers: Python ints never overflow, while "
+             "an int32 or a uint8 wraps around, and math.exp raises where NumPy's exp gives "
+             "inf. Fold with the arithmetic the program itself runs, at the literals' dtype."),
+    code=("Compute with impl_rules[eqn.primitive] on np.asarray(lit.val, dtype=lit.aval.dtype) "
+          "for each input, under np.errstate(all=\"ignore\"), and write the result as "
+          "mj.Lit(value.item(), out.aval)."))
 
 _FOLD_PUBLIC = (
     _program("a chain: exp(add(1.0, 2.0)) and neg(3.0)",
@@ -139,6 +148,13 @@ _FOLD_PUBLIC = (
              " + mnp.exp(mnp.multiply(2.0, 0.25)), x)", _F3),
     _program("x + 1.0 stays: one input is not a literal",
              "def f(x):\n    return mnp.sin(x + 1.0) * x", _F3),
+    _program("a debug.print of a folded value still prints it",
+             "def f(x):\n    mj.debug.print('c = {}', mnp.add(1.0, 2.0))\n"
+             "    return x * mnp.multiply(2.0, 3.0)", _F3,
+             hint=("Only add, sub, mul, neg and exp fold. Every other equation stays, and a "
+                   "debug.print above all: it has effects, so folded away it would print once "
+                   "while optimizing instead of every time the program runs. It still reads "
+                   "the literals that replaced folded values.")),
 )
 
 _FOLD_HIDDEN = (
@@ -148,18 +164,14 @@ _FOLD_HIDDEN = (
              "def f(x):\n    return x + mnp.multiply(np.int32(2**20), np.int32(2**20)) "
              "+ mnp.multiply(np.int32(70000), np.int32(70000))",
              ([1, 2, 3], "int32"),
-             hint=("Compute with NumPy at the literals' dtype (np.asarray(lit.val, "
-                   "lit.aval.dtype)) and impl_rules, not with Python numbers: Python ints "
-                   "never overflow, so 2**20 * 2**20 does not fit an int32 literal.")),
+             hint=_EXACT_FOLD),
     _program("uint8: 3 - 5 wraps around to 254",
              "def f(x):\n    return x + mnp.subtract(np.uint8(3), np.uint8(5))",
              ([1, 2], "uint8"),
-             hint=("Compute with NumPy at the literals' dtype (np.asarray(lit.val, "
-                   "lit.aval.dtype)) and impl_rules: unsigned integers wrap around.")),
+             hint=_EXACT_FOLD),
     _program("exp of a large constant is inf, not an error",
              "def f(x):\n    return x + mnp.exp(1000.0) * 0.5 + mnp.exp(-1000.0)", _F3,
-             hint=("math.exp(1000.0) raises OverflowError; NumPy's exp (impl_rules) returns "
-                   "inf, which is what the program computes without folding.")),
+             hint=_EXACT_FOLD),
     _program("float32",
              "def f(x):\n    return x * mnp.exp(np.float32(0.5)) + mnp.negative(np.float32(2.5))",
              ([1.0, 2.0], "float32")),
@@ -174,12 +186,6 @@ _FOLD_HIDDEN = (
     _program("a loop body whose output is a constant",
              "def f(x):\n    return lax.fori_loop(0, 3, lambda i, y: mnp.exp(1.0) + 0.0 * y, x)",
              ([2.0], "float64")),
-    _program("a debug.print of a folded value still prints it",
-             "def f(x):\n    mj.debug.print('c = {}', mnp.add(1.0, 2.0))\n"
-             "    return x * mnp.multiply(2.0, 3.0)", _F3,
-             hint=("Only add, sub, mul, neg and exp fold; every other equation stays (a "
-                   "debug.print has effects), but reads the literals that replaced folded "
-                   "values.")),
     _program("nothing to fold",
              "def f(x, y):\n    return mnp.sin(x) * y - mnp.exp(x)", _F3, _F3),
     _program("integers, scalar input",
@@ -293,15 +299,19 @@ def _reference_cse():
 
 
 def _cse_program(label: str, source: str, *args, duplicate: str | None = None,
-                 hint: str | None = None) -> Case:
+                 hint: str | Hint | None = None) -> Case:
     return Case(label, (source, [list(a) for a in args], duplicate), hint=hint)
 
 
 _SOFTMAX = ("def f(x):\n    z = x - mnp.max(x)\n"
             "    return mnp.exp(z) / mnp.sum(mnp.exp(z)) + mnp.exp(z) * mnp.sum(mnp.exp(z))")
-_EFFECTS_HINT = ("Never merge an equation for which has_effects(eqn) is true: it looks inside "
-                 "sub-jaxprs too, so a cond whose branch calls debug.print counts (its "
-                 "primitive's .effectful is False). Two prints must print twice.")
+_EFFECTS_HINT = Hint(
+    pitfall=("Two equations with effects never compute \"the same thing\": two debug.prints "
+             "must print twice, and so must two conds whose branch prints, although cond "
+             "itself is not an effectful primitive. Compare the printed text of the failed "
+             "case."),
+    code=("Merge only when not has_effects(eqn): it looks inside sub-jaxprs too, which "
+          "eqn.primitive.effectful does not."))
 
 _CSE_PUBLIC = (
     _cse_program("softmax as often written: exp(z) three times, chains of duplicates",
@@ -311,28 +321,48 @@ _CSE_PUBLIC = (
     _cse_program("a duplicate inside a fori_loop body",
                  "def f(x):\n    return lax.fori_loop(0, 3, lambda i, c: mnp.sin(c) * 0.5 "
                  "+ mnp.sin(c), x)", _F3,
-                 hint=("Clean every sub-jaxpr too: eqn = map_subjaxprs(eqn, my_cse) calls "
-                       "your pass on each branch and loop body.")),
+                 hint=Hint(
+                     pitfall=("A loop body is a jaxpr of its own, with duplicates of its own: "
+                              "the pass must clean it too (the failed case names the "
+                              "equation left in it)."),
+                     code=("Give each equation map_subjaxprs(eqn, my_cse): it calls your pass "
+                           "on each branch and loop body."))),
     _cse_program("two debug.prints of the same value print twice",
                  "def f(x):\n    mj.debug.print('x = {}', x)\n    mj.debug.print('x = {}', x)\n"
                  "    return x * 2.0", _F3, hint=_EFFECTS_HINT),
+    _cse_program("a debug.print equation duplicated: both stay",
+                 "def f(x):\n    mj.debug.print('x = {}', x)\n    return mnp.sin(x)",
+                 _F3, duplicate="debug_callback", hint=_EFFECTS_HINT),
+    _cse_program("same input, different params: sums over different axes",
+                 "def f(x):\n    return mnp.sum(x, axis=0) + mnp.sum(x, axis=1) "
+                 "+ mnp.sum(x, axis=0)",
+                 ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]], "float64"),
+                 hint=Hint(
+                     pitfall=("The params are part of what an equation computes: a sum over "
+                              "axis 0 and a sum over axis 1 of the same input are different "
+                              "values, so only equations with equal params may merge."),
+                     code=("Put the params in the key, as tuple(sorted(eqn.params.items())), "
+                           "next to the primitive and the input keys."))),
 )
 
 _CSE_HIDDEN = (
     _cse_program("x * 2.0 twice: two literal objects with the same value",
                  "def f(x):\n    return (x * 2.0) * (x * 2.0) + (2.0 * x)", _F3,
-                 hint=("Literals are new objects every time they are written: key them by "
-                       "their value's bits and dtype, not by id().")),
+                 hint=Hint(
+                     pitfall=("Literals are new objects every time they are written: two equal "
+                              "literals are different objects, so a literal is compared by "
+                              "its value, never by identity."),
+                     code=("Key a literal by np.asarray(lit.val, lit.aval.dtype).tobytes() "
+                           "with its dtype, a Var by id(var)."))),
     _cse_program("x * 0.0 and x * -0.0 differ (1 / them: inf and -inf)",
                  "def f(x):\n    return 1.0 / (x * 0.0) - 1.0 / (x * -0.0)",
                  ([0.5, 1.0, 2.0], "float64"),
-                 hint=("0.0 == -0.0 in Python (with the same hash), but x * 0.0 and x * -0.0 "
-                       "differ in sign. Key literals by their bits: "
-                       "np.asarray(lit.val, lit.aval.dtype).tobytes(), with the dtype.")),
-    _cse_program("same input, different params: sums over different axes",
-                 "def f(x):\n    return mnp.sum(x, axis=0) + mnp.sum(x, axis=1) "
-                 "+ mnp.sum(x, axis=0)",
-                 ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]], "float64")),
+                 hint=Hint(
+                     pitfall=("0.0 == -0.0 in Python (with the same hash), but x * 0.0 and "
+                              "x * -0.0 differ in sign: literals are the same only when their "
+                              "bits and dtype are."),
+                     code=("Key a literal by np.asarray(lit.val, lit.aval.dtype).tobytes() "
+                           "with its dtype."))),
     _cse_program("the same value returned twice",
                  "def f(x):\n    return mnp.sin(x), mnp.sin(x), mnp.cos(mnp.sin(x))", _F3),
     _cse_program("integers, commutative add",
@@ -342,20 +372,24 @@ _CSE_HIDDEN = (
                  "def f(p, x):\n    a, b = lax.cond(p, lambda x: (x * 2.0, x + 1.0), "
                  "lambda x: (x - 1.0, x), x)\n    return a * b",
                  (True, "bool"), _F3, duplicate="cond",
-                 hint=("An equation may have several outputs: point the readers of every one "
-                       "of them at the first equation's outputs (zip the two outvars).")),
+                 hint=Hint(
+                     pitfall=("An equation may have several outputs: the readers of every one "
+                              "of them must be pointed at the first equation's outputs, not "
+                              "only the readers of the first."),
+                     code="zip(eqn.outvars, the first equation's outvars) into the renaming.")),
     _cse_program("a duplicated cond whose branch prints: both stay",
                  "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
                  "        return x * 2.0\n    return lax.cond(p, loud, lambda x: x, x)",
                  (True, "bool"), _F3, duplicate="cond", hint=_EFFECTS_HINT),
-    _cse_program("a debug.print equation duplicated: both stay",
-                 "def f(x):\n    mj.debug.print('x = {}', x)\n    return mnp.sin(x)",
-                 _F3, duplicate="debug_callback", hint=_EFFECTS_HINT),
     _cse_program("exp(1.0) outside and inside a loop body: each scope on its own",
                  "def f(x):\n    k = mnp.exp(1.0)\n    return lax.fori_loop(0, 2, lambda i, y: "
                  "y * mnp.exp(1.0) + mnp.exp(1.0), x) * k", _F3,
-                 hint=("Clean each sub-jaxpr with its own table: a value computed outside a "
-                       "loop body is not a variable of the body, so the body cannot read it.")),
+                 hint=Hint(
+                     pitfall=("Each jaxpr is cleaned with its own table: a value computed "
+                              "outside a loop body is not a variable of the body, so the body "
+                              "cannot read it."),
+                     code=("Let my_cse start a fresh table on every call, and call it on sub-"
+                           "jaxprs through map_subjaxprs, never with the outer table."))),
     _cse_program("nothing to merge",
                  "def f(x):\n    return mnp.sin(x) + mnp.cos(x) * mnp.exp(x)", _F3),
     _cse_program("duplicates in both branches of a cond",
@@ -431,11 +465,17 @@ def _reference_sub_self(eqn):
 
 # Strings: the arguments travel as Python literals, and inf and nan are not literals.
 _NAN_INF = (["inf", "nan", "-1.5", "0.0"], "float64")
-_FLOATS_HINT = ("Fire only for integers (dtype.kind in 'iu'): for floats x - x is not 0 when x "
-                "is inf or NaN, so the rule would change the results.")
-_ARRAY_HINT = ("A literal is a scalar: for an array x, x - x is an array of zeros. Return a "
-               "list with one broadcast_in_dim equation that defines the equation's own "
-               "output from a scalar 0 (print mj.make_jaxpr of mnp.zeros to see its params).")
+_FLOATS_HINT = Hint(
+    pitfall=("The rule may fire only for integers, signed or unsigned: for floats x - x is not "
+             "0 when x is inf or NaN, so the rule would change the results."),
+    code="Return None unless out.aval.dtype.kind in 'iu'.")
+_ARRAY_HINT = Hint(
+    pitfall=("A literal is a scalar: for an array x, x - x is an array of zeros, and a rule "
+             "must not change the output's type. An array output needs an equation that "
+             "defines it."),
+    code=("Return a list with one broadcast_in_dim equation whose output is the equation's own "
+          "and whose input is a scalar 0 (out.aval.update(shape=())); print mj.make_jaxpr of "
+          "mnp.zeros to see its params."))
 
 _RULE_PUBLIC = (
     _program("integer scalar: i - i", "def f(i):\n    return i - i + 1", (7, "int64")),
@@ -445,8 +485,11 @@ _RULE_PUBLIC = (
              _NAN_INF, hint=_FLOATS_HINT),
     _program("x - y stays", "def f(x, y):\n    return x - y", ([1, 2], "int64"),
              ([5, 1], "int64"),
-             hint="Fire only when both inputs are the same variable (eqn.invars[0] is "
-                  "eqn.invars[1])."),
+             hint=Hint(
+                 pitfall=("x - y is not 0: the rule may fire only when both inputs are the "
+                          "same variable, not two variables of equal type or value."),
+                 code="Compare the inputs by identity: eqn.invars[0] is eqn.invars[1]."),
+             ),
 )
 
 _RULE_HIDDEN = (
@@ -561,11 +604,16 @@ def _reference_may_fuse(eqn):
     return not has_effects(eqn)
 
 
-_SCALAR_HINT = ("Scalar work (rank 0: aval.shape == ()) never fuses, but an array of one "
-                "element (shape (1,)) is not a scalar.")
-_NO_OUTPUTS_HINT = ("Some equations have no outputs (debug.print's debug_callback): check "
-                    "eqn.outvars before reading eqn.outvars[0], and never fuse an equation "
-                    "with effects (has_effects).")
+_SCALAR_HINT = Hint(
+    pitfall=("Scalar work (rank 0) never fuses, but an array of one element (shape (1,)) is "
+             "not a scalar: the test is the output's rank, not its size."),
+    code="Return False when eqn.outvars[0].aval.shape == ().")
+_NO_OUTPUTS_HINT = Hint(
+    pitfall=("Some equations have no outputs at all (debug.print's debug_callback), and an "
+             "equation with effects never fuses: ask whether there is an output before looking "
+             "at its shape."),
+    code=("Return False when not eqn.outvars, before reading eqn.outvars[0]; and False when "
+          "has_effects(eqn)."))
 
 _FUSE_PUBLIC = (
     _program("GELU (a scalar sqrt, an elementwise chain)",
@@ -576,9 +624,11 @@ _FUSE_PUBLIC = (
              "def f(x):\n    z = x - mnp.max(x, axis=-1, keepdims=True)\n"
              "    return mnp.exp(z) / mnp.sum(mnp.exp(z), axis=-1, keepdims=True)",
              ([[0.5, -1.0, 2.0], [1.5, 0.0, -2.5]], "float64"),
-             hint=("Reductions are not elementwise: they join a kernel by rule 3, which the "
-                   "pass handles itself. may_fuse is rule 1 only: ELEMENTWISE or "
-                   "broadcast_in_dim.")),
+             hint=("Two kinds of equation here are not plain arithmetic: the reductions, "
+                   "which are not elementwise (they join a kernel by rule 3, which the pass "
+                   "decides itself), and the broadcast_in_dims, which may fuse (they change "
+                   "how elements are indexed, not their values). Find the first decision "
+                   "that differs.")),
     _program("a debug.print among elementwise work",
              "def f(x):\n    y = mnp.sin(x) * 2.0\n    mj.debug.print('y = {}', y)\n"
              "    return y + 1.0", _F3, hint=_NO_OUTPUTS_HINT),
@@ -613,37 +663,54 @@ _FUSE_HIDDEN = (
              ([1, 6, 3], "int64"), ([5, 2, 7], "int64")),
     Case("an effectful elementwise primitive (made up for the test)", ([4],),
          probe=probe_may_fuse_effectful,
-         hint=("Rule 1 asks for elementwise equations *without effects*: check "
-               "has_effects(eqn) too, even for a primitive in ELEMENTWISE.")),
+         hint=Hint(
+             pitfall=("Rule 1 asks for elementwise equations *without effects*: being in "
+                      "ELEMENTWISE is not enough."),
+             code="Check has_effects(eqn) too, even for a primitive in ELEMENTWISE.")),
 )
 
 _PASS_ERROR_HINT = ("run_passes typechecks after your pass, and the program it returned does "
-                    "not typecheck: usually a variable whose equation you removed is still "
-                    "read (rename it in every later equation's inputs and in the jaxpr's "
-                    "outputs), or a replacement of the wrong type.")
-_CLOSED_HINT = ("Your function receives a Jaxpr and must return a Jaxpr (mj.Jaxpr(constvars, "
-                "invars, eqns, outvars)), not a ClosedJaxpr: the grader lifts it into a pass "
-                "with jaxpr_pass, as minijit does for its own passes.")
+                    "not typecheck (the message names the equation): usually a variable "
+                    "whose equation you removed is still read, by a later equation or by the "
+                    "jaxpr's outputs, or a replacement has another type than the value it "
+                    "replaces.")
+_CLOSED_HINT = Hint(
+    pitfall=("Your function receives a Jaxpr and must return a Jaxpr, not a ClosedJaxpr: the "
+             "grader lifts it into a pass with jaxpr_pass, as minijit does for its own "
+             "passes, and a sub-jaxpr (a loop body, a branch) is a Jaxpr too."),
+    code=("Read jaxpr.constvars, jaxpr.invars, jaxpr.eqns and jaxpr.outvars directly (there is "
+          "no .jaxpr or .consts), and return mj.Jaxpr(constvars, invars, eqns, outvars)."))
 
 EXERCISES = [
     Exercise(
         id="ex07_fold", points=3, title="Constant folding for five primitives",
         chapter="07_the_optimizer",
         section="2. `fold_constants`: do at compile time what does not depend on the inputs",
-        hint=("Walk the equations in order; an add/sub/mul/neg/exp whose inputs are all "
-              "literals (after replacing already-folded variables) is evaluated with "
-              "impl_rules on np.asarray(lit.val, lit.aval.dtype) and its output becomes "
-              "mj.Lit(value.item(), out.aval) in every later equation and in the outputs. "
-              "Call my_fold on sub-jaxprs with map_subjaxprs(eqn, my_fold)."),
+        hint=Hint(
+            pitfall=("Folding must reach every constant: a value folded earlier makes its "
+                     "readers foldable too (chains), a folded value is replaced wherever it "
+                     "is read, the jaxpr's outputs included, and loop bodies and branches are "
+                     "jaxprs of their own. The failed case lists what is left to fold: look "
+                     "where it sits and what it reads."),
+            code=("Keep known = {id(var): Lit}. For each eqn, rebuild it with its invars read "
+                  "through known, then eqn = map_subjaxprs(eqn, my_fold); if it is in "
+                  "FOLDABLE and every input is an mj.Lit, evaluate it with impl_rules on the "
+                  "literals' values and record its output in known instead of keeping the "
+                  "equation. Return mj.Jaxpr(constvars, invars, the kept eqns, the outvars "
+                  "read through known).")),
         probe=probe_fold, reference=_reference_fold,
         public=_FOLD_PUBLIC, hidden=_FOLD_HIDDEN,
         error_hints={
             "PassError": _PASS_ERROR_HINT,
             "AttributeError": _CLOSED_HINT,
-            "OverflowError": ("A Python number does not fit the literal's dtype: compute with "
-                              "NumPy at the literals' dtype (np.asarray(lit.val, "
-                              "lit.aval.dtype)) and impl_rules, which wrap around like the "
-                              "program does, and exp overflows to inf."),
+            "OverflowError": _EXACT_FOLD,
+            "ValueError": Hint(
+                pitfall=("An equation without exactly one output was folded: only add, sub, "
+                         "mul, neg and exp fold. An equation with effects (a debug.print, "
+                         "which has no outputs) must stay in the program, to run every time "
+                         "the program does."),
+                code=("Test eqn.primitive in FOLDABLE before anything else; every other "
+                      "equation is kept, with its inputs read through known.")),
         },
     ),
     Exercise(
@@ -652,7 +719,8 @@ EXERCISES = [
         hint=Hint(
             pitfall=("x - x is 0 only when both inputs are the same Var and only for integers "
                      "(for floats inf - inf is NaN); everything else returns None. A literal "
-                     "is a scalar, so an array output needs an equation that defines it."),
+                     "is a scalar, so an array output needs an equation that defines it. The "
+                     "failed case counts the sub x x left and shows the values."),
             code=("Test x is y and out.aval.dtype.kind in 'iu'. A scalar output is replaced "
                   "by a literal zero of its type, mj.Lit(0, out.aval); an array output by a "
                   "list with one broadcast_in_dim equation that reads a scalar zero "
@@ -660,21 +728,30 @@ EXERCISES = [
         probe=probe_rule, reference=lambda: {"sub_self": _reference_sub_self},
         public=_RULE_PUBLIC, hidden=_RULE_HIDDEN,
         error_hints={
-            "PassError": ("The rule's replacement does not have the output's type: a literal "
-                          "is a scalar, so an array output needs a broadcast_in_dim equation "
-                          "that defines it."),
-            "AssertionError": ("mj.Lit only holds scalars (its aval must have shape ()): for "
-                               "an array output return a broadcast_in_dim equation instead."),
+            "PassError": _ARRAY_HINT,
+            "AssertionError": Hint(
+                pitfall=("A literal holds a scalar only (its aval has shape ()): an array of "
+                         "zeros cannot be one."),
+                code=_ARRAY_HINT.code),
         },
     ),
     Exercise(
         id="ex07_cse", points=3, title="Common subexpression elimination",
         chapter="07_the_optimizer", section="4. `cse`: compute each distinct expression once",
-        hint=("Key each equation by (primitive, inputs, params): Vars by identity, literals "
-              "by bits and dtype, inputs sorted for COMMUTATIVE primitives. Replace inputs "
-              "first (so chains of duplicates collapse), skip equations with has_effects, "
-              "point every output of a dropped equation at the first one's, and clean each "
-              "sub-jaxpr on its own with map_subjaxprs(eqn, my_cse)."),
+        hint=Hint(
+            pitfall=("Two equations compute the same thing when their primitive, their params "
+                     "and their inputs are the same, and the inputs only after the duplicates "
+                     "before them were renamed (chains), in any order for a commutative "
+                     "primitive. An equation with effects never merges, and every jaxpr, "
+                     "sub-jaxprs too, is cleaned on its own. The failed case names the "
+                     "duplicates left, or shows what changed in the values or the printed "
+                     "text."),
+            code=("Keep replaced = {id(var): earlier var} and seen = {key: outvars}. For each "
+                  "eqn: read its invars through replaced, eqn = map_subjaxprs(eqn, my_cse), "
+                  "key = (eqn.primitive, input keys (sorted for COMMUTATIVE), "
+                  "tuple(sorted(eqn.params.items()))); if not has_effects(eqn) and the key is "
+                  "in seen, map each outvar to the earlier one and drop the equation. Read the "
+                  "jaxpr's outvars through replaced too.")),
         probe=probe_cse, reference=_reference_cse,
         public=_CSE_PUBLIC, hidden=_CSE_HIDDEN,
         error_hints={"PassError": _PASS_ERROR_HINT, "AttributeError": _CLOSED_HINT},
@@ -683,13 +760,24 @@ EXERCISES = [
         id="ex07_may_fuse", points=2, title="Which equations may fuse",
         chapter="07_the_optimizer",
         section="6. `fuse_elementwise`: one kernel instead of many arrays",
-        hint=("Rule 1: True for an equation whose primitive is in ELEMENTWISE or is "
-              "broadcast_in_dim, without effects (has_effects), with a non-scalar output "
-              "(rank > 0); False for everything else: reductions, dot_general, shape "
-              "changes, control flow, debug.print, scalar work."),
+        hint=Hint(
+            pitfall=("Rule 1 judges one equation on its own: it may fuse when its primitive is "
+                     "elementwise or a broadcast_in_dim, it has no effects, and its output is "
+                     "an array (rank above 0). Everything else says False: reductions, matrix "
+                     "products, shape changes, control flow, debug.print, scalar work. Find "
+                     "the first decision that differs in the failed case."),
+            code=("Return False when eqn.outvars is empty or eqn.outvars[0].aval.shape == (); "
+                  "False when eqn.primitive is neither in ELEMENTWISE nor "
+                  "P.broadcast_in_dim_p; else not has_effects(eqn).")),
         probe=probe_may_fuse, reference=lambda: {"may_fuse": _reference_may_fuse},
         public=_FUSE_PUBLIC, hidden=_FUSE_HIDDEN,
-        error_hints={"IndexError": _NO_OUTPUTS_HINT},
+        error_hints={
+            "IndexError": _NO_OUTPUTS_HINT,
+            "TypeError": ("may_fuse must answer True or False on every path, nothing else: a "
+                          "path that ends without a return gives None, and an expression with "
+                          "and/or gives one of its operands (an empty tuple, an equation), not "
+                          "a bool."),
+        },
     ),
 ]
 
@@ -767,11 +855,16 @@ def _catalogue_rest(public) -> tuple[Case, ...]:
 
 
 _DCE_PUBLIC_NAMES = ("sin_cos", "two_outputs", "unread_output", "cond", "fori_loop")
-_DCE_EFFECTS_HINT = ("An equation with effects stays even when nothing reads its outputs "
-                     "(a debug.print has none): has_effects(eqn) looks inside sub-jaxprs too, "
-                     "so a cond whose branch prints stays, although cond is not effectful.")
-_DCE_SUB_HINT = ("Sub-jaxprs (branches, loop bodies) have dead code of their own: clean "
-                 "each kept equation's sub-jaxprs with your function too.")
+_DCE_EFFECTS_HINT = Hint(
+    pitfall=("An equation with effects stays even when nothing reads its outputs (a "
+             "debug.print has none), and so does a cond whose branch prints, although cond is "
+             "not an effectful primitive. Compare the printed text of the failed case."),
+    code=("Keep an equation when has_effects(eqn) (it looks inside sub-jaxprs too; "
+          "eqn.primitive.effectful does not)."))
+_DCE_SUB_HINT = Hint(
+    pitfall=("Sub-jaxprs (branches, loop bodies) have dead code of their own, and the "
+             "property is checked at every level."),
+    code="Clean each kept equation with map_subjaxprs(eqn, dce_jaxpr).")
 
 _DCE_PUBLIC = _catalogue(_DCE_PUBLIC_NAMES) + (
     _program("dead chains: sin then cos, never read",
@@ -817,10 +910,24 @@ _DCE_HIDDEN = _catalogue_rest(_DCE_PUBLIC_NAMES) + (
 FUSING = ("sin_cos", "scale_shift", "int_arith", "exp_log", "where", "softmax", "long_chain",
           "fori_loop", "nested_jit")
 _FG_PUBLIC_NAMES = ("sin_cos", "softmax", "long_chain", "where")
-_FG_PUBLIC = _catalogue(_FG_PUBLIC_NAMES) + _FUSE_PUBLIC
+# ex07_may_fuse's programs, with hints of this exercise (theirs are about rule 1, given here).
+_FG_HINTS = {
+    "softmax (reductions, broadcasts)": Hint(
+        pitfall=("A reduction joins the group that produced its input as the group's last "
+                 "member (rule 3), if that group is open and has the input's shape; nothing "
+                 "joins after it, and a reduction that joins no group stays alone."),
+        code=("For eqn.primitive in FUSIBLE_REDUCTIONS (and not has_effects(eqn)), look up "
+              "the group owning eqn.invars[0]; join it and mark it closed.")),
+    "a debug.print among elementwise work": Hint(
+        pitfall=("An equation that fuses with nothing (a debug.print) still reads values: "
+                 "every group it reads from closes (rule 4), so later elementwise work starts "
+                 "a new group.")),
+}
+_FG_PUBLIC = _catalogue(_FG_PUBLIC_NAMES) + tuple(
+    replace(c, hint=_FG_HINTS.get(c.name)) for c in _FUSE_PUBLIC)
 _FG_HIDDEN = (_catalogue([n for n in FUSING if n not in _FG_PUBLIC_NAMES])
               + _catalogue(_FG_PUBLIC_NAMES, seed=1)
-              + tuple(c for c in _FUSE_HIDDEN if c.probe is None))
+              + tuple(replace(c, hint=None) for c in _FUSE_HIDDEN if c.probe is None))
 
 _FG_CYCLE_HINT = ("A group closes as soon as an equation outside it reads one of its values "
                   "(rule 4): afterwards nothing joins it, or the kernel would need a value "
