@@ -268,13 +268,23 @@ def _wrong_namespace(ex) -> dict:
 
 
 @pytest.mark.parametrize("ex_id", sorted(EXERCISES))
+def test_every_exercise_hint_is_tiered(ex_id):
+    """An exercise's own hint is a Hint with both tiers: a plain string would be a pitfall
+    with no code-level hint behind it (and would skip the checks below). A case's or an
+    error's hint may stay a string: its code tier is then the exercise's."""
+    ex = EXERCISES[ex_id]
+    assert isinstance(ex.hint, Hint), f"{ex_id}'s hint is a plain string, not a Hint"
+    assert ex.hint.pitfall and ex.hint.code, f"{ex_id} has no code-level tier"
+    assert ex.hint.pitfall != ex.hint.code, ex_id
+
+
+@pytest.mark.parametrize("ex_id", sorted(EXERCISES))
 def test_hint_tiers_come_in_order(ex_id):
     """Section, then the pitfall on the first failed check, then the code-level hint on the
     second (or when asked for); never code before a failed attempt."""
     ex = EXERCISES[ex_id]
     hint = as_hint(ex.hint)
-    if ex.chapter not in ("03_the_ir", "07_the_optimizer"):  # their authors' choice
-        assert isinstance(ex.hint, Hint) and hint.code, f"{ex_id} has no code-level tier"
+    assert isinstance(ex.hint, Hint) and hint.code, f"{ex_id} has no code-level tier"
     wrong = _wrong_namespace(ex)
     reset_attempts(ex_id)
     try:
@@ -316,11 +326,11 @@ def _solution_lines(path: Path) -> dict[str, list[str]]:
 @pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
 def test_pitfall_hints_do_not_quote_the_solution(path):
     """What shows after one failed attempt (and in the gradebook's feedback) names the
-    pitfall; it never contains a line of the solution (exercises with tiered hints)."""
+    pitfall; it never contains a line of the solution (that belongs in the code tier, which
+    every exercise has)."""
     for ex_id, lines in _solution_lines(path).items():
         ex = EXERCISES[ex_id]
-        if not isinstance(ex.hint, Hint):  # untiered: no code tier to move code into
-            continue
+        assert isinstance(ex.hint, Hint), f"{ex_id}'s hint is a plain string, not a Hint"
         hints = [as_hint(ex.hint)] + [as_hint(h) for h in ex.error_hints.values()]
         hints += [as_hint(c.hint) for c in ex.public + ex.hidden if c.hint]
         pitfalls = ["".join(h.pitfall.split()) for h in hints]
