@@ -472,7 +472,7 @@ _FLOATS_HINT = Hint(
 _ARRAY_HINT = Hint(
     pitfall=("A literal is a scalar: for an array x, x - x is an array of zeros, and a rule "
              "must not change the output's type. An array output needs an equation that "
-             "defines it."),
+             "defines that same output variable, which later equations go on reading."),
     code=("Return a list with one broadcast_in_dim equation whose output is the equation's own "
           "and whose input is a scalar 0 (out.aval.update(shape=())); print mj.make_jaxpr of "
           "mnp.zeros to see its params."))
@@ -944,7 +944,8 @@ EXERCISES += [
         hint=Hint(
             pitfall=("Liveness runs backwards: an equation is live when an output of the "
                      "jaxpr, or an input of a live equation after it, is one of its outputs. "
-                     "Equations with effects are always live; invars never go."),
+                     "Equations with effects are always live; invars never go. The failed "
+                     "case counts the dead equations left and the effects kept."),
             code=("Walk reversed(jaxpr.eqns) with a set live of id(var), starting from the "
                   "outvars that are Vars; skip an equation when not has_effects(eqn) and none "
                   "of its outvars is live, else clean it with map_subjaxprs(eqn, dce_jaxpr) "
@@ -966,7 +967,8 @@ EXERCISES += [
             pitfall=("Follow rules 2-5 in order, one equation at a time: join a group that "
                      "produced one of its inputs, is still open and has its shape; a "
                      "reduction only ends a group; a group that feeds any other equation "
-                     "closes."),
+                     "closes. Compare the kernels of the failed case (kind and members) with "
+                     "the expected ones."),
             code=("Keep a list of groups (members, shape, open, reduction) and a dict "
                   "owner from id(var) to the group producing it. For eqn i: feeding = the "
                   "groups owning its Var inputs; if fusible(eqn), join the first open, "
