@@ -21,8 +21,8 @@ _DEFAULTS: dict[str, Any] = {
     "log_compiles": False,  # log each trace+compile with its signature and timings
     "explain_cache_misses": False,  # log why each retrace happened
     "check_tracer_leaks": False,  # report tracers that escape a trace when it ends
-    "default_backend": "numba",  # what jit(f) uses without backend=... (chapter 08)
-    "disk_cache": True,  # keep compiled Numba code across processes (chapter 08)
+    "default_backend": "numba",  # what jit(f) uses without backend=... (chapter 09)
+    "disk_cache": True,  # keep compiled Numba code across processes (chapter 09)
     "traceback_filtering": True,  # hide minijit's own frames in tracebacks
     "debug_nans": False,  # raise FloatingPointError at the primitive that first makes a NaN
 }

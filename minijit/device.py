@@ -1,4 +1,4 @@
-"""JAX's names for devices and asynchronous dispatch, on minijit's one device (chapter 09).
+"""JAX's names for devices and asynchronous dispatch, on minijit's one device (chapter 10).
 
 minijit runs on the host CPU only, and a jitted call returns when its result is computed, so
 these are nearly no-ops; they exist so that JAX code (and JAX's way of timing code, with

@@ -180,7 +180,7 @@ def _defined_at(fun) -> str:
 
 
 def optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Run the optimizer's pipeline (`minijit.passes.PIPELINE`; chapter 07)."""
+    """Run the optimizer's pipeline (`minijit.passes.PIPELINE`; chapters 07 and 08)."""
     return run_passes(closed)
 
 

@@ -1,8 +1,8 @@
-"""The build track's chapter 08 piece: `loop_nest` (`minijit.build`, `minijit.codegen.kernels`).
+"""The build track's chapter 09 piece: `loop_nest` (`minijit.build`, `minijit.codegen.kernels`).
 
 - with minijit's own piece, and with a copy of it switched in (so every call goes through
   `build.call` and its check), the generated source of every catalogue program is the same;
-- the solution's piece of `solutions/08_code_generation.ipynb`, switched in, compiles the
+- the solution's piece of `solutions/09_code_generation.ipynb`, switched in, compiles the
   catalogue with the Numba backend to the values minijit's own piece gives;
 - a wrong loop nest is stopped with a `PieceError` naming the piece, before Numba compiles
   anything; reset restores minijit's own.
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 def _solution_piece():
     """`loop_nest` as the solution notebook defines it."""
-    return solution_namespace("08_code_generation.ipynb", "ex08_loop_nest")["loop_nest"]
+    return solution_namespace("09_code_generation.ipynb", "ex09_loop_nest")["loop_nest"]
 
 
 def _jitted(prog):

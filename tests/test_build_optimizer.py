@@ -1,6 +1,7 @@
-"""The build track's chapter 07 pieces: `dce` and `fusion_groups` (`minijit.build`).
+"""The build track's chapter 07 and 08 pieces: `dce` and `fusion_groups` (`minijit.build`).
 
-- the solution's pieces of `solutions/07_the_optimizer.ipynb`, switched in, optimize the
+- the solution's pieces of `solutions/07_cleanup_passes.ipynb` and
+  `solutions/08_fusion_and_buffers.ipynb`, switched in, optimize the
   whole catalogue (`tests/catalogue.py`) to programs that compute what minijit's own pipeline
   computes, with no dead equation left and exactly minijit's kernels;
 - a piece that returns a wrong program (or wrong groups) is stopped with a `PieceError` that
@@ -25,7 +26,7 @@ from minijit.grading import optimizer_probes
 from minijit.grading import programs as graded
 from minijit.grading.cases import error_of
 from minijit.grading.checking import expected_value
-from minijit.grading.exercises import ch07_the_optimizer as ch07
+from minijit.grading.exercises import ch08_fusion_and_buffers as ch08
 from minijit.grading.registry import default_exercises
 from minijit.ir import Jaxpr
 from minijit.passes import PassError, dce, fuse_elementwise, run_passes
@@ -38,8 +39,9 @@ pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 def _solution_pieces() -> dict:
     """`dce_jaxpr` and `fusion_groups` as the solution notebook defines them."""
-    ns = solution_namespace("07_the_optimizer.ipynb", "ex07_dce", "ex07_fusion_groups")
-    return {"dce": ns["dce_jaxpr"], "fusion_groups": ns["fusion_groups"]}
+    dce = solution_namespace("07_cleanup_passes.ipynb", "ex07_dce")["dce_jaxpr"]
+    groups = solution_namespace("08_fusion_and_buffers.ipynb", "ex08_fusion_groups")
+    return {"dce": dce, "fusion_groups": groups["fusion_groups"]}
 
 
 def _optimized_and_run(prog, args):
@@ -235,7 +237,7 @@ def test_a_typecheck_failure_after_the_check_is_still_a_pass_error():
 def test_fusing_lists_the_programs_minijit_fuses():
     fusing = [name for name in graded.PROGRAMS if optimizer_probes.kernels(
         run_passes(mj.make_jaxpr(graded.PROGRAMS[name][0])(*graded.make_args(name, 0))).jaxpr)]
-    assert tuple(fusing) == ch07.FUSING
+    assert tuple(fusing) == ch08.FUSING
 
 
 def test_every_dce_case_has_dead_code_before_the_pass():
@@ -245,7 +247,7 @@ def test_every_dce_case_has_dead_code_before_the_pass():
         assert optimizer_probes.dead_equations(closed.jaxpr), name
 
 
-@pytest.mark.parametrize("ex_id", ["ex07_dce", "ex07_fusion_groups"])
+@pytest.mark.parametrize("ex_id", ["ex07_dce", "ex08_fusion_groups"])
 def test_every_case_runs_on_the_reference(ex_id):
     ex = default_exercises()[ex_id]
     for key, case, _ in ex.cases():

@@ -274,7 +274,7 @@ def test_every_primitive_has_a_numba_rule():
 
 
 def test_a_rule_added_at_run_time_is_used():
-    """The table is read while lowering, not copied at import: chapter 08's exercise adds an
+    """The table is read while lowering, not copied at import: chapter 09's exercise adds an
     entry and expects the next compile to use it (here: replacing rev's rule)."""
     from minijit.codegen.rules import Statements, numba_rules
 

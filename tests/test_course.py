@@ -1,5 +1,5 @@
 """The course's notebook helpers (`minijit.course`): the jaxpr drawing, the pipeline figure,
-the views and the measures that chapter 07 shows.
+the views and the measures that chapters 07 and 08 show.
 
 The drawing is checked through its layout (plain data: every equation a node, positions the
 same on every run, boxes inside their parents and apart from their siblings, one colour per

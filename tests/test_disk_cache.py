@@ -1,5 +1,5 @@
 """The disk cache is an optimization only: damage to it, or a folder that cannot be written,
-is one DiskCacheWarning and a compile in memory, never a failed call (chapter 08).
+is one DiskCacheWarning and a compile in memory, never a failed call (chapter 09).
 
 Damaged files are made the way they are met in practice: a first process fills a cache
 folder, its files are truncated, overwritten with garbage or emptied, and a second, fresh

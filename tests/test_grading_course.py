@@ -126,8 +126,8 @@ def test_course_covers_the_pitfalls_and_builds():
                    "ex02_print_count", "ex02_tiny_tracer", "ex03_broadcast_rule",
                    "ex05_cond_loop", "ex05_while_impl", "ex06_debug_print", "ex06_leak",
                    "ex06_recompiles", "ex06_donate", "ex06_disable_jit", "ex07_fold",
-                   "ex07_cse", "ex07_rule", "ex07_may_fuse", "ex07_dce", "ex07_fusion_groups",
-                   "ex08_softplus_rule", "ex08_loop_nest", "ex09_cache_entries", "ex09_pays_off",
+                   "ex07_cse", "ex07_rule", "ex08_may_fuse", "ex07_dce", "ex08_fusion_groups",
+                   "ex09_softplus_rule", "ex09_loop_nest", "ex10_cache_entries", "ex10_pays_off",
                    "ex03_eval_jaxpr", "ex03_pp_jaxpr", "ex05_closure_convert", "ex04_cache_key"]:
         assert needed in ids
     for ex in EXERCISES.values():

@@ -368,7 +368,7 @@ def test_release_help_documents_it():
 
 
 def probe_helper_import(ns, x):
-    from minijit.grading.exercises.ch07_the_optimizer import EXERCISES  # noqa: F401
+    from minijit.grading.exercises.ch07_cleanup_passes import EXERCISES  # noqa: F401
 
     return x
 

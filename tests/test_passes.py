@@ -1,4 +1,4 @@
-"""Tests of the optimizer (`minijit.passes`, chapter 07).
+"""Tests of the optimizer (`minijit.passes`, chapters 07 and 08).
 
 Differential: every pass alone, and the whole PIPELINE through `run_passes`, keeps the values
 of every catalogue program and of thousands of random programs (tests/random_programs.py)

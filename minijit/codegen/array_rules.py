@@ -1,4 +1,4 @@
-"""Code generation for structural primitives: reshapes, slices, padding, dot (chapter 08).
+"""Code generation for structural primitives: reshapes, slices, padding, dot (chapter 09).
 
 The `Statements` entries of the rule table (`codegen/rules.py`) for primitives that are not
 elementwise. Each `rule(lo, eqn, args, outs)` writes statements through the `Lowering` `lo`:

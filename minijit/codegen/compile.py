@@ -1,4 +1,4 @@
-"""From generated source to a compiled Numba function, with two caches (chapter 08).
+"""From generated source to a compiled Numba function, with two caches (chapter 09).
 
 - In memory: compiled functions keyed by a hash of their source and argument types, so two
   jitted functions that generate the same code share one compile.

@@ -1,4 +1,4 @@
-"""Code generation for control flow: native `if`, `while`, `for`, and callbacks (chapter 08).
+"""Code generation for control flow: native `if`, `while`, `for`, and callbacks (chapter 09).
 
 A sub-Jaxpr (a branch, a loop body) is written inline: its inputs are bound to the operands'
 names, its statements follow, and its outputs are assigned to the equation's results. Loop

@@ -1,4 +1,4 @@
-"""Loop nests: elementwise kernels and reductions with accumulators (chapter 08).
+"""Loop nests: elementwise kernels and reductions with accumulators (chapter 09).
 
 A kernel is a sub-Jaxpr of elementwise equations over one iteration shape (a `fused`
 equation's body, or a single elementwise equation). It becomes one loop nest that computes
@@ -7,7 +7,7 @@ temporaries. Broadcasting is index arithmetic: an operand of shape (4, 1) in a (
 read at `[i0, 0]`. A reduction as the kernel's last equation accumulates in the same loop.
 
 The `for` lines and the operands' subscripts come from one function, `loop_nest`, a piece of
-the build track (`minijit.build`, exercise `ex08_loop_nest`): `emit_kernel` calls it through
+the build track (`minijit.build`, exercise `ex09_loop_nest`): `emit_kernel` calls it through
 `build.call("loop_nest", ...)`, and a learner's version is checked (`_check_loop_nest`)
 before any code is compiled, since Numba does not check bounds.
 """
@@ -153,7 +153,7 @@ def _selftest_loop_nest(candidate) -> str | None:
     return None
 
 
-build.register("loop_nest", loop_nest, chapter="08_code_generation",
+build.register("loop_nest", loop_nest, chapter="09_code_generation",
                signature="loop_nest(shape, operands) -> (loops, indices)",
                check=_check_loop_nest, selftest=_selftest_loop_nest)
 

@@ -1,4 +1,4 @@
-"""Lowering an optimized Jaxpr to the Python source of one Numba function (chapter 08).
+"""Lowering an optimized Jaxpr to the Python source of one Numba function (chapter 09).
 
 The whole program becomes a single function `entry(consts..., args...)`, so Numba compiles
 one entry point per traced function. Every block of the source starts with a comment holding
@@ -166,7 +166,7 @@ class Lowering:
                 raise CodegenError(
                     f"the Numba backend has no rule for primitive `{eqn.primitive.name}` "
                     f"(in `{self.describe(eqn)}`): add {kind} rule to "
-                    "minijit.codegen.rules.numba_rules (chapter 08), or run this function "
+                    "minijit.codegen.rules.numba_rules (chapter 09), or run this function "
                     f"with jit({self.fun_name}, backend='interpreter')")
             for sub in subjaxprs(eqn):
                 self.check_rules(sub)

@@ -1,4 +1,4 @@
-"""The Numba backend's one rule table: how each primitive becomes code (chapter 08).
+"""The Numba backend's one rule table: how each primitive becomes code (chapter 09).
 
 `numba_rules[p]` says how primitive `p` is written, as one of four kinds of entry:
 
@@ -18,7 +18,7 @@
 
 The first three are *loop-kernel members*: `fuse_elementwise` groups them and one loop nest
 computes them all. Lowering reads the table while it writes each program, so an entry added
-at run time (chapter 08's exercise) is used by the next compile; a primitive with no entry is
+at run time (chapter 09's exercise) is used by the next compile; a primitive with no entry is
 a `CodegenError` naming its equation and the interpreter as the way out.
 """
 

@@ -1,4 +1,4 @@
-"""How each elementwise primitive is written as a Numba scalar expression (chapter 08).
+"""How each elementwise primitive is written as a Numba scalar expression (chapter 09).
 
 The `Expression` entries of the rule table (`codegen/rules.py`): `numba_rules[p] =
 Expression(rule)`, where `rule(args, eqn) -> str` gets the operands as Python expressions

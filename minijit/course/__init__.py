@@ -11,7 +11,7 @@ extra (matplotlib, ipywidgets, IPython); `import minijit` never imports it.
 - `views`: two programs side by side, a picture next to its text (`beside`), a table of the
   pipeline's stages, a liveness chart, and the pass-by-pass stepper widget.
 
-Chapter 07 uses most of them; chapters 03, 08 and 09 draw programs and the pipeline too.
+Chapters 07 and 08 use most of them; chapters 03, 09 and 10 draw programs and the pipeline too.
 """
 
 from minijit.course.draw import draw_fusion, draw_jaxpr, draw_pipeline, group_colour

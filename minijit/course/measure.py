@@ -1,5 +1,5 @@
 """Counting and timing what a program costs: equations, temporary arrays, bytes, milliseconds
-(chapter 07 measures every pass with these).
+(chapters 07 and 08 measure every pass with these).
 
 A *temporary array* is an array written by a top-level equation that is not an output of the
 program: memory that has to be allocated, written and read back. Scalars live in registers,

@@ -1,6 +1,6 @@
 """Views for notebooks: two programs side by side, a picture next to its text, a table of the
 pipeline's stages, a liveness chart, and a widget that steps a function of the learner's
-through the passes (chapter 07).
+through the passes (chapters 07 and 08).
 
 Everything here returns HTML text or a widget, or prints; `side_by_side` displays. Nothing
 here changes a program: the lessons' own cells do that.

@@ -1,4 +1,4 @@
-"""What the probes of chapter 07's build-track exercises share (ex07_dce, ex07_fusion_groups,
+"""What the probes of the optimizer's build-track exercises share (ex07_dce, ex08_fusion_groups,
 and the exercises that must not see a piece the notebook switched in).
 
 A probe runs in the learner's kernel and imports these at run time, so they live in a module
@@ -15,7 +15,7 @@ import numpy as np
 
 @contextlib.contextmanager
 def chapter_pieces(**mine):
-    """Switch chapter 07's build pieces (`dce`, `fusion_groups`) to minijit's own, except
+    """Switch the optimizer's build pieces (`dce`, `fusion_groups`) to minijit's own, except
     those given as `name=function`, for one block: a piece the notebook switched in
     (`build.use`) must not take part in another exercise's grade."""
     from minijit import build

@@ -39,9 +39,10 @@ COURSE_MODULES = (
     "minijit.grading.exercises.ch04_jit_and_the_cache",
     "minijit.grading.exercises.ch05_control_flow",
     "minijit.grading.exercises.ch06_side_effects_and_debugging",
-    "minijit.grading.exercises.ch07_the_optimizer",
-    "minijit.grading.exercises.ch08_code_generation",
-    "minijit.grading.exercises.ch09_putting_it_together",
+    "minijit.grading.exercises.ch07_cleanup_passes",
+    "minijit.grading.exercises.ch08_fusion_and_buffers",
+    "minijit.grading.exercises.ch09_code_generation",
+    "minijit.grading.exercises.ch10_putting_it_together",
 )
 ENV_VAR = "MINIJIT_GRADING_EXERCISES"
 

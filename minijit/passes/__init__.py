@@ -1,4 +1,4 @@
-"""The optimizer: a pipeline of passes, each a function ClosedJaxpr -> ClosedJaxpr (chapter 07).
+"""The optimizer: a pipeline of passes, each a function ClosedJaxpr -> ClosedJaxpr (chapters 07-08).
 
 A pass takes and returns a ClosedJaxpr (a Jaxpr plus the arrays its constvars are bound to)
 because constant folding needs those arrays; inside sub-Jaxprs there are none. `run_passes`

@@ -173,7 +173,7 @@ def _selftest(candidate) -> str | None:
     return problem
 
 
-build.register("dce", dce_jaxpr, chapter="07_the_optimizer",
+build.register("dce", dce_jaxpr, chapter="07_cleanup_passes",
                signature="dce_jaxpr(jaxpr) -> Jaxpr", check=_check_dce, selftest=_selftest)
 
 

@@ -207,7 +207,7 @@ def _selftest(candidate) -> str | None:
     return problem
 
 
-build.register("fusion_groups", fusion_groups, chapter="07_the_optimizer",
+build.register("fusion_groups", fusion_groups, chapter="08_fusion_and_buffers",
                signature="fusion_groups(jaxpr) -> list of lists of equation indices",
                check=_check_groups, selftest=_selftest)
 

@@ -117,8 +117,12 @@ class BufferPlan:
         pct = 100 * saved / self.bytes_before if self.bytes_before else 0.0
         return (f"temporaries and outputs: {self.bytes_before:,} bytes before planning, "
                 f"{self.bytes_after:,} after ({saved:,} saved, {pct:.0f}%); "
-                f"{len(self.buffer_bytes)} buffers, "
+                f"{_count(len(self.buffer_bytes), 'buffer')}, "
                 f"{len(self.reused_from_input)} reused from donated inputs")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _nbytes(v: Var) -> int:

@@ -428,7 +428,7 @@ EXERCISES = [
             code=("plan_buffers(mj.make_jaxpr(step)(w, m, g), donated=(...)).report() for each "
                   "choice; donate_argnums takes positions. An array fit creates itself "
                   "(np.zeros_like(w)) is fit's to donate; the caller's w and batches are "
-                  "not. Chapter 07, section \u201c7. `plan_buffers`: arrays that can share "
+                  "not. Chapter 08, section \u201c2. `plan_buffers`: arrays that can share "
                   "memory\u201d, explains the report.")),
         probe=probe_fit,
         reference=_reference_donate,

@@ -1,6 +1,6 @@
-"""Chapter 08 (code generation): the Numba rule of a new primitive.
+"""Chapter 09 (code generation): the Numba rule of a new primitive.
 
-``ex08_softplus_rule`` (build): ``softplus_rule(args, eqn)``, the rule of a new elementwise
+``ex09_softplus_rule`` (build): ``softplus_rule(args, eqn)``, the rule of a new elementwise
 primitive, softplus(x) = log(1 + e^x), in an ``Expression`` entry of
 ``minijit.codegen.rules.numba_rules``: the Python expression for one element of the result,
 given the operand's expression. The naive
@@ -23,9 +23,9 @@ the learner's ``softplus_rule`` comes from the notebook (``disable_jit`` is forc
 notebook that left it on cannot bypass the rule), and minijit's tables are left as they
 were. Each case compiles one program (one Numba compile, 0.5 to a few seconds), so there
 are four; the grader's own process compiles the reference's four once per grading run, and
-Numba's disk cache (chapter 08) makes identical generated source free in later processes.
+Numba's disk cache (chapter 09) makes identical generated source free in later processes.
 
-``ex08_loop_nest`` (build): ``loop_nest(shape, operands) -> (loops, indices)``, minijit's
+``ex09_loop_nest`` (build): ``loop_nest(shape, operands) -> (loops, indices)``, minijit's
 piece ``loop_nest`` (``minijit.build``, ``minijit.codegen.kernels``): the ``for`` lines of
 an elementwise kernel's loop nest and the subscript that reads each operand, with NumPy's
 broadcasting (missing leading dimensions, dimensions of size 1). Graded by compiling
@@ -185,8 +185,8 @@ NEST_HIDDEN = (
 
 EXERCISES = [
     Exercise(
-        id="ex08_softplus_rule", points=3, title="The Numba rule of a new primitive",
-        chapter="08_code_generation", section="6. When Numba cannot compile something",
+        id="ex09_softplus_rule", points=3, title="The Numba rule of a new primitive",
+        chapter="09_code_generation", section="6. When Numba cannot compile something",
         hint=Hint(
             pitfall=("The naive np.log(1 + np.exp(x)) overflows to inf for large x (above 709 "
                      "in float64, 88 in float32), and log(1 + t) rounds a tiny t away "
@@ -210,8 +210,8 @@ EXERCISES = [
         },
     ),
     Exercise(
-        id="ex08_loop_nest", points=3, title="minijit's loop-nest generator, loop_nest",
-        chapter="08_code_generation", section="2. Reading minijit's generated source",
+        id="ex09_loop_nest", points=3, title="minijit's loop-nest generator, loop_nest",
+        chapter="09_code_generation", section="2. Reading minijit's generated source",
         hint=Hint(
             pitfall=("Operands line up with the loop's last dimensions: an operand of rank r "
                      "in a loop of rank n is read along loops n - r ... n - 1, and a "

@@ -1,6 +1,6 @@
-"""Chapter 09 (putting it together): which cache entry a call uses, and when jit pays off.
+"""Chapter 10 (putting it together): which cache entry a call uses, and when jit pays off.
 
-- ``ex09_cache_entries`` (the cache key): for a sequence of calls of a jitted
+- ``ex10_cache_entries`` (the cache key): for a sequence of calls of a jitted
   ``affine(x, a, n)`` (``n`` static), say for each call which cache entry it uses, or
   ``"new"`` when it traces and compiles one. The literal answer for the notebook's calls and
   a function ``predict_entries(calls)`` for hidden sequences are graded exactly against what
@@ -8,7 +8,7 @@
   since the cache does not depend on the backend and compiles would cost time), so the
   expected answers stay true to minijit's cache key (shape, dtype and weak type of each
   dynamic argument, the values of the static ones).
-- ``ex09_pays_off`` (when a JIT pays off): ``pays_off(compile_s, jit_call_s, numpy_call_s,
+- ``ex10_pays_off`` (when a JIT pays off): ``pays_off(compile_s, jit_call_s, numpy_call_s,
   n_calls)``, graded on hidden numbers, and ``VERDICTS`` for workloads built on times
   measured with ``backend="numba"`` (given in the notebook, and in ``MEASURED`` below).
 """
@@ -20,7 +20,7 @@ import numpy as np
 from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get
 
-# ------------------------------------------------------------------------ ex09_cache_entries
+# ------------------------------------------------------------------------ ex10_cache_entries
 
 
 def probe_predicted_entries(ns):
@@ -68,7 +68,7 @@ def _build(calls: list) -> list[tuple]:
     return [tuple(eval(arg, {"np": np}) for arg in call) for call in calls]
 
 
-# The notebook's CALLS, as the expressions that solutions/09_putting_it_together.ipynb uses.
+# The notebook's CALLS, as the expressions that solutions/10_putting_it_together.ipynb uses.
 NOTEBOOK_CALLS = [
     ["np.ones(3)", "2.0", "1"],
     ["np.arange(3.0)", "0.5", "1"],
@@ -92,7 +92,7 @@ def _sequence(name: str, *calls: tuple) -> Case:
     return Case(name, ([list(c) for c in calls],))
 
 
-# ------------------------------------------------------------------------ ex09_pays_off
+# ------------------------------------------------------------------------ ex10_pays_off
 
 
 def probe_pays_off(ns, compile_s, jit_call_s, numpy_call_s, n_calls):
@@ -112,9 +112,9 @@ def _pays_off(compile_s: float, jit_call_s: float, numpy_call_s: float, n_calls:
     return compile_s + n_calls * jit_call_s < n_calls * numpy_call_s
 
 
-# Measured with chapter 09's programs and timing helper (CPU time, best of 5 rounds) on a busy
+# Measured with chapter 10's programs and timing helper (CPU time, best of 5 rounds) on a busy
 # 2-core Linux machine, minijit's Numba backend, disk cache off. Keep in step with the
-# MEASURED cell of solutions/09_putting_it_together.ipynb.
+# MEASURED cell of solutions/10_putting_it_together.ipynb.
 MEASURED = {
     "Mandelbrot": {"input": "f64[200,300] f64[200,300]",
                    "timings": {"trace": 0.0013, "optimize": 0.0128, "codegen": 0.0006,
@@ -157,8 +157,8 @@ def _verdicts() -> dict[str, bool]:
 
 EXERCISES = [
     Exercise(
-        id="ex09_cache_entries", points=3, title="Which cache entry does each call use?",
-        chapter="09_putting_it_together", section="6. Every pitfall, and where it was taught",
+        id="ex10_cache_entries", points=3, title="Which cache entry does each call use?",
+        chapter="10_putting_it_together", section="6. Every pitfall, and where it was taught",
         hint=Hint(
             pitfall=("A call's key is, per dynamic argument, its shape, dtype and weak type, "
                      "plus the value of each static argument; values and memory layout do not "
@@ -208,8 +208,8 @@ EXERCISES = [
         },
     ),
     Exercise(
-        id="ex09_pays_off", points=2, title="Does jit pay off for this workload?",
-        chapter="09_putting_it_together", section="4. When does `jit` pay off?",
+        id="ex10_pays_off", points=2, title="Does jit pay off for this workload?",
+        chapter="10_putting_it_together", section="4. When does `jit` pay off?",
         hint=Hint(
             pitfall=("The first call costs every stage in the cache entry's timings (trace, "
                      "optimize, codegen, compile), and each new input shape pays it again "
