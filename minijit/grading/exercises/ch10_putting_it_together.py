@@ -11,13 +11,28 @@
 - ``ex10_pays_off`` (when a JIT pays off): ``pays_off(compile_s, jit_call_s, numpy_call_s,
   n_calls)``, graded on hidden numbers, and ``VERDICTS`` for workloads built on times
   measured with ``backend="numba"`` (given in the notebook, and in ``MEASURED`` below).
+- ``ex09_new_primitive`` (build: one primitive end to end): ``logaddexp(x, y)`` = log(e^x +
+  e^y), a new primitive with its user-facing function (promoted and broadcast as
+  ``minijit.numpy``'s binary functions are), its shape rule, its NumPy impl, its Numba rule
+  (an ``Expression``), its op groups (``ELEMENTWISE``, so it fuses), all entered into minijit's
+  tables by the notebook's ``register_logaddexp()``, and a test ``test_logaddexp(impl)``.
+  Graded, per case: programs that use it, eagerly and under ``jit`` with both backends,
+  against the reference's values (which are ``np.logaddexp``'s: tests/test_new_primitive_
+  exercise.py), on broadcasting, float32 with weak scalars, infinities, NaN and huge values;
+  the shape rule's output types and its TypeErrors; the optimized Jaxpr (``jit(...).lower``)
+  of two small models, where logaddexp must sit in one ``fused`` kernel with its neighbours;
+  and ``test_logaddexp``, which must pass on ``np.logaddexp`` and raise AssertionError on each
+  of four broken implementations (the naive formula, NaN for two equal infinities, float64
+  results for float32 inputs, a second operand resized instead of broadcast). Each probe
+  registers the learner's primitive with ``primitive_probes.registered``, which puts every
+  rule table and op group back as it was afterwards, so no probe leaks it into another.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise, Hint
+from minijit.grading.cases import Case, Exercise, Hint, raises
 from minijit.grading.probing import get
 
 # ------------------------------------------------------------------------ ex10_cache_entries
@@ -155,6 +170,235 @@ def _verdicts() -> dict[str, bool]:
     return out
 
 
+# ------------------------------------------------------------------------ ex09_new_primitive
+
+
+# A case's inputs are `[values, dtype]` each, with "inf", "-inf" and "nan" written as strings:
+# the arguments travel to the kernel as Python literals, which have no spelling for them, and
+# np.asarray reads the strings.
+
+
+def probe_logaddexp_values(ns, source, inputs):
+    from minijit.grading.primitive_probes import program, registered, run_everywhere
+
+    fun = program(source, get(ns, "logaddexp"))  # the case's program, the learner's function
+    arrays = [np.asarray(values, dtype=dtype) for values, dtype in inputs]
+    with registered(get(ns, "register_logaddexp")):
+        return run_everywhere(fun, arrays)
+
+
+def probe_logaddexp_shape_rule(ns, pairs):
+    from minijit.core import ShapedArray
+
+    rule = get(ns, "logaddexp_shape_rule")
+    out = []
+    for operands in pairs:
+        avals = [ShapedArray(tuple(shape), np.dtype(dtype), weak) for shape, dtype, weak in
+                 operands]
+        try:
+            result = rule(*avals)
+        except TypeError:
+            out.append("TypeError")
+            continue
+        # outside the try: a rule that returns the wrong thing must not pass for one that raised
+        if type(result) not in (list, tuple) or len(result) != 1 or not isinstance(
+                result[0], ShapedArray):
+            raise ValueError(f"the shape rule must return a list of one ShapedArray, got "
+                             f"{result!r}")
+        out.append([result[0].str_short(), bool(result[0].weak_type)])
+    return out
+
+
+def probe_logaddexp_fusion(ns, source, inputs):
+    from minijit.grading.optimizer_probes import kernels
+    from minijit.grading.primitive_probes import optimized, program, registered
+
+    fun = program(source, get(ns, "logaddexp"))
+    arrays = [np.asarray(values, dtype=dtype) for values, dtype in inputs]
+    with registered(get(ns, "register_logaddexp")):
+        closed = optimized(fun, arrays)
+    # Members as a sorted set: the order in a kernel follows the order of tracing, which is
+    # the learner's to choose; what must hold is which equations share the kernel.
+    return {"top": [e.primitive.name for e in closed.jaxpr.eqns],
+            "kernels": [[kind, sorted(set(names))] for kind, names in kernels(closed.jaxpr)]}
+
+
+def probe_logaddexp_test(ns, source):
+    test = get(ns, "test_logaddexp")
+    scope = {"np": np}
+    exec(source, scope)  # an implementation from the case list (trusted text): `impl`
+    with np.errstate(all="ignore"):
+        test(scope["impl"])
+    return "passed"  # an AssertionError (the verdict "wrong") is reported as an error record
+
+
+def _reference_new_primitive():
+    """A correct notebook's names, around a fresh primitive of its own."""
+    from minijit.codegen.rules import Expression, numba_rules
+    from minijit.core import (
+        BINARY,
+        ELEMENTWISE,
+        Primitive,
+        ShapedArray,
+        abstract_eval_rules,
+        impl_rules,
+    )
+    from minijit.numpy.util import _broadcast, _promote
+
+    logaddexp_p = Primitive("logaddexp")
+
+    def logaddexp(x, y):
+        return logaddexp_p.bind(*_broadcast(*_promote(x, y)))
+
+    def logaddexp_shape_rule(x, y):
+        if x.dtype != y.dtype:
+            raise TypeError(f"logaddexp needs equal dtypes, got {x.str_short()} and "
+                            f"{y.str_short()}")
+        if x.dtype.kind != "f":
+            raise TypeError(f"logaddexp needs floating-point inputs, got {x.str_short()}")
+        shapes = {a.shape for a in (x, y) if a.shape != ()}
+        if len(shapes) > 1:
+            raise TypeError(f"logaddexp needs equal shapes (or scalars), got {x.str_short()} "
+                            f"and {y.str_short()}")
+        shape = shapes.pop() if shapes else ()
+        return [ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)]
+
+    def logaddexp_impl(x, y):
+        return [np.logaddexp(x, y)]
+
+    def logaddexp_rule(args, eqn):
+        x, y = args
+        return (f"({x} + {y} if {x} - {y} != {x} - {y} "
+                f"else max({x}, {y}) + np.log1p(np.exp(-abs({x} - {y}))))")
+
+    def register_logaddexp():
+        abstract_eval_rules[logaddexp_p] = logaddexp_shape_rule
+        impl_rules[logaddexp_p] = logaddexp_impl
+        numba_rules[logaddexp_p] = Expression(logaddexp_rule)
+        BINARY.add(logaddexp_p)
+        ELEMENTWISE.add(logaddexp_p)
+
+    return {"logaddexp_p": logaddexp_p, "logaddexp": logaddexp,
+            "logaddexp_shape_rule": logaddexp_shape_rule, "logaddexp_impl": logaddexp_impl,
+            "logaddexp_rule": logaddexp_rule, "register_logaddexp": register_logaddexp,
+            "test_logaddexp": _reference_test_logaddexp}
+
+
+def _reference_test_logaddexp(logaddexp):
+    inf, nan = np.inf, np.nan
+    x = np.array([0.0, 1.0, -3.0, 1000.0, -1000.0, 1e308, -inf, -inf, inf, inf, nan, -0.0])
+    y = np.array([0.0, 2.0, 40.0, 1000.0, -1000.0, 1e308, -inf, 5.0, inf, -inf, 1.0, -inf])
+    x32 = np.array([0.0, -3.0, 100.0, -100.0, 3e38, -inf, inf, nan], np.float32)
+    y32 = np.array([1.0, 40.0, 100.0, -100.0, 3e38, -inf, inf, 0.0], np.float32)
+    for a, b in [(x, y), (x32, y32), (x32, 1.0), (x[:3, None], y[:4]), (2.5, y)]:
+        with np.errstate(all="ignore"):
+            want, got = np.logaddexp(a, b), np.asarray(logaddexp(a, b))
+        assert (got.shape, got.dtype) == (want.shape, want.dtype), (got.dtype, got.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-5 if want.dtype == np.float32 else 1e-12)
+
+
+# Values that show each pitfall: e^x overflows past 709 (float64) and 88 (float32); two equal
+# infinities make x - y NaN; NaN, signed zeros and values near the largest float.
+_INF, _NINF, _NAN = "inf", "-inf", "nan"
+_WIDE = [-1000.0, -40.0, -3.0, -0.5, 0.0, 0.25, 2.0, 15.0, 40.0, 800.0, 1000.0]
+_EDGE_X = [_NINF, _INF, _INF, _NINF, _NAN, 1.0, _NAN, -0.0, -0.0, 0.0, 1000.0, -1000.0, 1e308,
+           1.7e308, 3.0, _NINF, -745.0, -800.0]
+_EDGE_Y = [_NINF, _INF, _NINF, _INF, 1.0, _NAN, _NINF, -0.0, _NINF, _NINF, 1000.0, -1000.0, 1e308,
+           1.7e308, _NINF, 3.0, -745.0, -40.0]
+_F64 = {"rtol": 1e-9, "atol": 1e-300}
+_F32 = {"rtol": 1e-5, "atol": 1e-35}
+
+
+def _values(name: str, source: str, inputs: list, tolerance: dict, hint=None) -> Case:
+    return Case(name, (source, inputs), probe=probe_logaddexp_values, hint=hint, **tolerance)
+
+
+def _shapes(name: str, *pairs) -> Case:
+    return Case(name, ([[list(a), list(b)] for a, b in pairs],),
+                probe=probe_logaddexp_shape_rule)
+
+
+def _fusion(name: str, source: str, inputs: list) -> Case:
+    return Case(name, (source, inputs), probe=probe_logaddexp_fusion)
+
+
+_TEST_HINT = ("test_logaddexp must raise AssertionError (an assert, or np.testing's "
+              "assert_allclose) on this wrong implementation: compare values, dtype and shape "
+              "with np.logaddexp's on huge values, equal infinities, float32 and weak scalars, "
+              "and on a column against a row.")
+
+# Implementations a test_logaddexp is run on, as source text that defines `impl(x, y)`.
+IMPL_REFERENCE = "def impl(x, y):\n    return np.logaddexp(x, y)\n"
+IMPL_NAIVE = "def impl(x, y):\n    return np.log(np.exp(x) + np.exp(y))\n"
+IMPL_NAN_AT_EQUAL_INFINITIES = (  # the stable formula without its guard
+    "def impl(x, y):\n"
+    "    return np.maximum(x, y) + np.log1p(np.exp(-np.abs(np.subtract(x, y))))\n")
+IMPL_FLOAT64_ALWAYS = (
+    "def impl(x, y):\n"
+    "    return np.logaddexp(np.asarray(x, np.float64), np.asarray(y, np.float64))\n")
+IMPL_RESIZED_NOT_BROADCAST = (  # repeats y's elements to fill x's shape, if y is an array
+    "def impl(x, y):\n"
+    "    if np.ndim(y) and np.shape(y) != np.shape(x):\n"
+    "        y = np.resize(y, np.shape(x))\n"
+    "    return np.logaddexp(x, y)\n")
+
+
+def _rejects(name: str, source: str) -> Case:
+    return Case(name, (source,), probe=probe_logaddexp_test, expected=raises("AssertionError"),
+                hint=_TEST_HINT)
+
+
+NEW_PRIMITIVE_PUBLIC = (
+    _values("float64: logaddexp(2x, y) - 1, y broadcast along the rows; eager, interpreter, "
+            "numba", "lambda x, y: logaddexp(2.0 * x, y) - 1.0",
+            [[[_WIDE, [v / 2 for v in _WIDE]], "float64"], [_WIDE[::-1], "float64"]], _F64),
+    _shapes("shape rule: float32 pairs, a rank-0 operand beside a vector, ints refused",
+            [[[2, 3], "float32", False], [[2, 3], "float32", False]],
+            [[[], "float64", False], [[4], "float64", False]],
+            [[[3], "int64", False], [[3], "int64", False]]),
+    _fusion("logaddexp(2x, y) - 1: one fused kernel with the mul and the sub",
+            "lambda x, y: logaddexp(2.0 * x, y) - 1.0",
+            [[[1.0, -2.0, 30.0, 800.0], "float64"], [[0.5, 3.0, -1.0, 800.0], "float64"]]),
+    Case("test_logaddexp passes on np.logaddexp", (IMPL_REFERENCE,), probe=probe_logaddexp_test,
+         expected="passed",
+         hint=("test_logaddexp must not raise on a correct implementation: compare with "
+               "np.logaddexp within a tolerance (rtol about 1e-5 in float32), and count NaN "
+               "as equal to NaN and inf as equal to inf.")),
+    _rejects("test_logaddexp rejects the naive log(exp(x) + exp(y))", IMPL_NAIVE),
+)
+NEW_PRIMITIVE_HIDDEN = (
+    _values("float32: a weak scalar, and a column broadcast against a matrix",
+            "lambda x, c: (logaddexp(x, 1.0), logaddexp(c, x) * 0.5)",
+            [[[[-1000.0, -100.0, -3.0, 0.0, 2.0, 100.0, 1000.0],
+               [3e38, -3e38, _INF, _NINF, _NAN, 88.0, 89.0]], "float32"],
+             [[[1.0], [_NINF]], "float32"]], _F32),
+    _values("float64: infinities, NaN, signed zeros and values near the largest float, in "
+            "both orders", "lambda x, y: (logaddexp(x, y), logaddexp(y, x))",
+            [[_EDGE_X, "float64"], [_EDGE_Y, "float64"]], _F64),
+    _values("rank 0: a scalar against a vector, a scalar with itself, and a sum over a "
+            "vector", "lambda s, v: (logaddexp(s, v), logaddexp(s, s), "
+            "mnp.sum(logaddexp(v[1:], -v[1:])))",
+            [[-2.5, "float64"], [[_NINF, -800.0, 0.0, 3.0, 710.0], "float64"]], _F64),
+    _shapes("shape rule: weak types, mixed dtypes, bools, unequal shapes, a rank-0 float32",
+            [[[], "float64", True], [[], "float64", True]],
+            [[[3], "float64", False], [[3], "float64", True]],
+            [[[3], "float32", False], [[3], "float64", False]],
+            [[[2], "bool", False], [[2], "bool", False]],
+            [[[3], "float64", False], [[4], "float64", False]],
+            [[[2, 3], "float32", False], [[], "float32", True]],
+            [[[], "int32", False], [[], "int32", False]]),
+    _fusion("a sum over logaddexp(x - 1, y): one reduction kernel",
+            "lambda x, y: mnp.sum(logaddexp(x - 1.0, y), axis=1)",
+            [[[[1.0, -2.0, 30.0], [800.0, 0.0, -5.0]], "float64"],
+             [[[0.5, 3.0, -1.0], [800.0, 2.0, 1.0]], "float64"]]),
+    _rejects("test_logaddexp rejects NaN for two equal infinities",
+             IMPL_NAN_AT_EQUAL_INFINITIES),
+    _rejects("test_logaddexp rejects float64 results for float32 inputs", IMPL_FLOAT64_ALWAYS),
+    _rejects("test_logaddexp rejects an operand resized instead of broadcast",
+             IMPL_RESIZED_NOT_BROADCAST),
+)
+
+
 EXERCISES = [
     Exercise(
         id="ex10_cache_entries", points=3, title="Which cache entry does each call use?",
@@ -236,6 +480,39 @@ EXERCISES = [
         error_hints={
             "ZeroDivisionError": ("With equal per-call times the difference is 0: compare the "
                                   "two totals instead of dividing by it."),
+        },
+    ),
+    Exercise(
+        id="ex09_new_primitive", points=4, title="One new primitive, end to end: logaddexp",
+        chapter="09_putting_it_together", section="2. The pipeline, stage by stage",
+        hint=Hint(
+            pitfall=("The naive log(exp(x) + exp(y)) overflows: exp(1000.0) is inf in float64 "
+                     "(exp(89.0) in float32), so logaddexp(1000, 1000) comes out inf, not "
+                     "1000.69. Shifted by the larger operand it cannot overflow, but where x "
+                     "and y are the same infinity x - y is NaN, and NumPy's answer is that "
+                     "infinity (-inf for two -inf). The arguments promote as in "
+                     "minijit.numpy's binary functions, so a float32 array with a Python float "
+                     "stays float32, and a rank-0 operand stays rank 0 beside a shaped one."),
+            code=("log(e^x + e^y) = max(x, y) + log1p(exp(-|x - y|)); where x - y != x - y "
+                  "(NaN), x + y is the answer. The arguments: minijit/numpy/ufuncs.py's "
+                  "_binary, that is _broadcast(*_promote(x, y)) from minijit.numpy.util. "
+                  "register_logaddexp fills abstract_eval_rules, impl_rules, numba_rules (an "
+                  "Expression) and the op groups BINARY and ELEMENTWISE. In test_logaddexp, "
+                  "np.testing.assert_allclose counts NaN equal to NaN and raises "
+                  "AssertionError; compare dtype and shape with np.logaddexp's too.")),
+        probe=probe_logaddexp_values,
+        reference=_reference_new_primitive,
+        public=NEW_PRIMITIVE_PUBLIC,
+        hidden=NEW_PRIMITIVE_HIDDEN,
+        error_hints={
+            "CodegenError": (
+                "Numba could not compile the code your rule wrote, or found no rule: the "
+                "generated module imports only numpy (as np) and numba, and the rule returns "
+                "one expression (a string) for one element; print jitted.lower(x, y).as_text() "
+                "to read the source."),
+            "KeyError": ("minijit looked logaddexp_p up in one of its tables and found no "
+                         "entry: register_logaddexp must fill each table that a primitive "
+                         "needs (chapter 03's shape rule and impl, chapter 08's Numba rule)."),
         },
     ),
 ]
