@@ -41,21 +41,21 @@ def _groups() -> list[set]:
             core.REDUCTIONS]
 
 
-def snapshot() -> tuple[list[dict], list[set]]:
-    """Copies of every rule table and op group (a table's lists copied too)."""
-    return ([{k: list(v) if isinstance(v, list) else v for k, v in t.items()}
-             for t in _tables()], [set(g) for g in _groups()])
+def snapshot() -> list[tuple]:
+    """`(table or group, copy)` for every rule table and op group (a table's lists copied
+    too). Each copy stays paired with its object, so a table that appears meanwhile (a new
+    `*_rules` dict) cannot shift one copy onto another table."""
+    tables = [(t, {k: list(v) if isinstance(v, list) else v for k, v in t.items()})
+              for t in _tables()]
+    return tables + [(g, set(g)) for g in _groups()]
 
 
-def restore(saved: tuple[list[dict], list[set]]) -> None:
+def restore(saved: list[tuple]) -> None:
     """Put every table and op group back as `snapshot` found it (the same objects, refilled:
     the rest of minijit holds references to them)."""
-    for table, copy in zip(_tables(), saved[0]):
-        table.clear()
-        table.update(copy)
-    for group, copy in zip(_groups(), saved[1]):
-        group.clear()
-        group.update(copy)
+    for live, copy in saved:
+        live.clear()
+        live.update(copy)
 
 
 @contextlib.contextmanager
