@@ -1,4 +1,5 @@
-"""Chapter 10 (putting it together): which cache entry a call uses, and when jit pays off.
+"""Chapter 10 (putting it together): which cache entry a call uses, when jit pays off, and
+one new primitive through the whole pipeline.
 
 - ``ex10_cache_entries`` (the cache key): for a sequence of calls of a jitted
   ``affine(x, a, n)`` (``n`` static), say for each call which cache entry it uses, or
@@ -17,8 +18,10 @@
   (an ``Expression``), its op groups (``ELEMENTWISE``, so it fuses), all entered into minijit's
   tables by the notebook's ``register_logaddexp()``, and a test ``test_logaddexp(impl)``.
   Graded, per case: programs that use it, eagerly and under ``jit`` with both backends,
-  against the reference's values (which are ``np.logaddexp``'s: tests/test_new_primitive_
-  exercise.py), on broadcasting, float32 with weak scalars, infinities, NaN and huge values;
+  against the reference's values (``np.logaddexp``'s, dtypes included, as
+  tests/test_new_primitive_exercise.py checks; bit for bit on a grid of infinities, NaN,
+  signed zeros, overflow thresholds and values near the largest float, in float32 and
+  float64), on broadcasting, float32 with weak scalars, infinities, NaN and huge values;
   the shape rule's output types and its TypeErrors; the optimized Jaxpr (``jit(...).lower``)
   of two small models, where logaddexp must sit in one ``fused`` kernel with its neighbours;
   and ``test_logaddexp``, which must pass on ``np.logaddexp`` and raise AssertionError on each
