@@ -4,7 +4,8 @@ grading of it is right, and grading leaves minijit's tables as it found them.
 - the solution notebook's primitive passes the checks minijit's own binary primitives pass
   (tests/primitive_checklist.py), is in every rule table and in BINARY and ELEMENTWISE;
 - the expected values of every value case (the reference run eagerly and by both backends)
-  are NumPy's `np.logaddexp`, dtypes included;
+  are NumPy's `np.logaddexp`, dtypes included, and on a grid of edge values the reference is
+  np.logaddexp bit for bit, signs of zero too;
 - the solution's `test_logaddexp` passes on `np.logaddexp` and raises AssertionError on each
   broken implementation of the case list, each of which is wrong (and only) where it says;
 - after every probe, and after the notebook's `using_logaddexp`, every rule table and op
@@ -225,3 +226,25 @@ def test_a_naive_numba_rule_earns_only_part(solution):
     values = {k for k, _ in VALUE_CASES}
     assert not any(passed[k] for k in values)  # each value case has an overflowing element
     assert all(passed[k] for k in set(passed) - values)
+
+
+EDGES = [-np.inf, np.inf, np.nan, -0.0, 0.0, 1e-300, -1000.0, -745.0, -40.0, -1.0, 0.5, 3.0,
+         88.0, 89.0, 709.0, 710.0, 1000.0, 1e308, 1.7e308, 3e38]
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "numba"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_reference_is_numpys_bit_for_bit_on_the_edges(backend, dtype):
+    """Every pair of infinities, NaN, signed zeros, overflow thresholds and values near the
+    largest float: the reference's values (and signs of zero) are np.logaddexp's exactly."""
+    import minijit as mj
+
+    ns = ch09._reference_new_primitive()
+    with np.errstate(all="ignore"):
+        x, y = (a.astype(dtype) for a in np.meshgrid(EDGES, EDGES))
+        want = np.logaddexp(x, y)
+    with primitive_probes.registered(ns["register_logaddexp"]), primitive_probes.own_pieces():
+        got = np.asarray(mj.jit(ns["logaddexp"], backend=backend)(x, y))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all()
