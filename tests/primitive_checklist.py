@@ -1,7 +1,7 @@
 """The checks that a primitive's rules agree with each other, one primitive at a time.
 
 tests/test_rules.py holds every primitive of minijit to them; a primitive made elsewhere (the
-course's ex09_new_primitive, which adds `logaddexp`) goes through the same functions, so
+course's ex10_new_primitive, which adds `logaddexp`) goes through the same functions, so
 "a full primitive" means the same thing for both. Each function raises AssertionError (or
 pytest's failure) with a message that names the primitive and what disagrees.
 """

@@ -1,4 +1,4 @@
-"""ex09_new_primitive (chapter 09): the solution's `logaddexp` is a full primitive, the
+"""ex10_new_primitive (chapter 10): the solution's `logaddexp` is a full primitive, the
 grading of it is right, and grading leaves minijit's tables as it found them.
 
 - the solution notebook's primitive passes the checks minijit's own binary primitives pass
@@ -30,12 +30,12 @@ from minijit.codegen.rules import is_kernel_member, numba_rules
 from minijit.grading import primitive_probes
 from minijit.grading.cases import compare, not_attempted
 from minijit.grading.checking import expected_value
-from minijit.grading.exercises import ch09_putting_it_together as ch09
+from minijit.grading.exercises import ch10_putting_it_together as ch10
 from minijit.grading.probing import run_probe
 from minijit.primitives import add_p
 
-NOTEBOOK = "09_putting_it_together.ipynb"
-EXERCISE = next(e for e in ch09.EXERCISES if e.id == "ex09_new_primitive")
+NOTEBOOK = "10_putting_it_together.ipynb"
+EXERCISE = next(e for e in ch10.EXERCISES if e.id == "ex10_new_primitive")
 CASES = EXERCISE.cases()
 
 
@@ -55,7 +55,7 @@ def _cells(path, *markers: str) -> dict:
 
 
 def _notebook(path) -> dict:
-    return _cells(path, "def using_logaddexp", "# EXERCISE ex09_new_primitive")
+    return _cells(path, "def using_logaddexp", "# EXERCISE ex10_new_primitive")
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def _numpy_outputs(source: str, inputs: list) -> list[np.ndarray]:
     return [np.asarray(o) for o in (outs if isinstance(outs, tuple) else (outs,))]
 
 
-VALUE_CASES = [(k, c) for k, c, _ in CASES if c.probe is ch09.probe_logaddexp_values]
+VALUE_CASES = [(k, c) for k, c, _ in CASES if c.probe is ch10.probe_logaddexp_values]
 
 
 @pytest.mark.parametrize("key", [k for k, _ in VALUE_CASES])
@@ -152,15 +152,15 @@ def test_value_cases_reach_the_pitfalls():
     assert any(x.dtype == np.float64 and (x > 710).any() for x in inputs)
     assert any(x.dtype == np.float32 and (x > 89).any() for x in inputs)
     assert any(np.isnan(x).any() for x in inputs)
-    x, y = (np.asarray(v, dtype=d) for v, d in ch09.NEW_PRIMITIVE_HIDDEN[1].args[1])
+    x, y = (np.asarray(v, dtype=d) for v, d in ch10.NEW_PRIMITIVE_HIDDEN[1].args[1])
     assert ((x == y) & np.isinf(x)).sum() == 2  # inf twice, -inf twice
 
 
 BROKEN = {
-    ch09.IMPL_NAIVE: "overflow",
-    ch09.IMPL_NAN_AT_EQUAL_INFINITIES: "equal infinities",
-    ch09.IMPL_FLOAT64_ALWAYS: "dtype",
-    ch09.IMPL_RESIZED_NOT_BROADCAST: "broadcasting",
+    ch10.IMPL_NAIVE: "overflow",
+    ch10.IMPL_NAN_AT_EQUAL_INFINITIES: "equal infinities",
+    ch10.IMPL_FLOAT64_ALWAYS: "dtype",
+    ch10.IMPL_RESIZED_NOT_BROADCAST: "broadcasting",
 }
 
 
@@ -171,8 +171,8 @@ def _impl(source: str):
 
 
 def test_every_broken_implementation_is_graded():
-    graded = {c.args[0] for _, c, _ in CASES if c.probe is ch09.probe_logaddexp_test}
-    assert graded == set(BROKEN) | {ch09.IMPL_REFERENCE}
+    graded = {c.args[0] for _, c, _ in CASES if c.probe is ch10.probe_logaddexp_test}
+    assert graded == set(BROKEN) | {ch10.IMPL_REFERENCE}
 
 
 @pytest.mark.parametrize("source", list(BROKEN), ids=list(BROKEN.values()))
@@ -197,7 +197,7 @@ def test_the_solutions_test_rejects_each_broken_implementation(source, solution)
     with pytest.raises(AssertionError):
         solution["test_logaddexp"](_impl(source))
     with pytest.raises(AssertionError):
-        ch09._reference_test_logaddexp(_impl(source))
+        ch10._reference_test_logaddexp(_impl(source))
 
 
 def test_the_solutions_test_passes_on_numpy_and_on_the_primitive(solution):
@@ -239,7 +239,7 @@ def test_reference_is_numpys_bit_for_bit_on_the_edges(backend, dtype):
     largest float: the reference's values (and signs of zero) are np.logaddexp's exactly."""
     import minijit as mj
 
-    ns = ch09._reference_new_primitive()
+    ns = ch10._reference_new_primitive()
     with np.errstate(all="ignore"):
         x, y = (a.astype(dtype) for a in np.meshgrid(EDGES, EDGES))
         want = np.logaddexp(x, y)

@@ -5,7 +5,7 @@ groups tell the truth: a COMMUTATIVE primitive commutes, an ELEMENTWISE one keep
 its impl rule agrees with its abstract-eval rule on every dtype it accepts, and at least one
 catalogue program exercises it. The checks of one primitive's rules against each other are in
 tests/primitive_checklist.py, where a primitive made outside minijit (the course's
-ex09_new_primitive) takes them too.
+ex10_new_primitive) takes them too.
 """
 
 from __future__ import annotations

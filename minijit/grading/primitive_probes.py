@@ -1,4 +1,4 @@
-"""What the probes of chapter 09's build exercise (ex09_new_primitive) share: a learner's
+"""What the probes of chapter 10's build exercise (ex10_new_primitive) share: a learner's
 primitive registered for one probe and removed after it, and a program run eagerly and by
 both backends.
 

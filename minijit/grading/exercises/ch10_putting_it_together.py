@@ -12,7 +12,7 @@ one new primitive through the whole pipeline.
 - ``ex10_pays_off`` (when a JIT pays off): ``pays_off(compile_s, jit_call_s, numpy_call_s,
   n_calls)``, graded on hidden numbers, and ``VERDICTS`` for workloads built on times
   measured with ``backend="numba"`` (given in the notebook, and in ``MEASURED`` below).
-- ``ex09_new_primitive`` (build: one primitive end to end): ``logaddexp(x, y)`` = log(e^x +
+- ``ex10_new_primitive`` (build: one primitive end to end): ``logaddexp(x, y)`` = log(e^x +
   e^y), a new primitive with its user-facing function (promoted and broadcast as
   ``minijit.numpy``'s binary functions are), its shape rule, its NumPy impl, its Numba rule
   (an ``Expression``), its op groups (``ELEMENTWISE``, so it fuses), all entered into minijit's
@@ -173,7 +173,7 @@ def _verdicts() -> dict[str, bool]:
     return out
 
 
-# ------------------------------------------------------------------------ ex09_new_primitive
+# ------------------------------------------------------------------------ ex10_new_primitive
 
 
 # A case's inputs are `[values, dtype]` each, with "inf", "-inf" and "nan" written as strings:
@@ -486,8 +486,8 @@ EXERCISES = [
         },
     ),
     Exercise(
-        id="ex09_new_primitive", points=4, title="One new primitive, end to end: logaddexp",
-        chapter="09_putting_it_together", section="2. The pipeline, stage by stage",
+        id="ex10_new_primitive", points=4, title="One new primitive, end to end: logaddexp",
+        chapter="10_putting_it_together", section="2. The pipeline, stage by stage",
         hint=Hint(
             pitfall=("The naive log(exp(x) + exp(y)) overflows: exp(1000.0) is inf in float64 "
                      "(exp(89.0) in float32), so logaddexp(1000, 1000) comes out inf, not "
@@ -515,7 +515,7 @@ EXERCISES = [
                 "to read the source."),
             "KeyError": ("minijit looked logaddexp_p up in one of its tables and found no "
                          "entry: register_logaddexp must fill each table that a primitive "
-                         "needs (chapter 03's shape rule and impl, chapter 08's Numba rule)."),
+                         "needs (chapter 03's shape rule and impl, chapter 09's Numba rule)."),
         },
     ),
 ]
