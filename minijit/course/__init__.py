@@ -9,7 +9,10 @@ extra (matplotlib, ipywidgets, IPython); `import minijit` never imports it.
   `jit` runs, drawn from `minijit.passes.PIPELINE` (`draw_pipeline`);
 - `measure`: equations, temporary arrays, bytes of memory traffic, milliseconds;
 - `views`: two programs side by side, a picture next to its text (`beside`), a table of the
-  pipeline's stages, a liveness chart, and the pass-by-pass stepper widget.
+  pipeline's stages, a liveness chart, and the pass-by-pass stepper widget;
+- `mine`: the learner's own pieces of minijit, read from their exercise notebooks and
+  switched in at the top of chapters 03 to 09 (`use_mine`), and minijit's own for a block
+  (`minijits_own`).
 
 Chapters 07 and 08 use most of them; chapters 03, 09 and 10 draw programs and the pipeline too.
 """
@@ -22,6 +25,7 @@ from minijit.course.measure import (
     describe,
     fmt_bytes,
     max_difference,
+    median_ms,
     nbytes,
     once_ms,
     plural,
@@ -29,6 +33,7 @@ from minijit.course.measure import (
     temporaries,
     traffic,
 )
+from minijit.course.mine import WRITTEN_BY, minijits_own, use_mine
 from minijit.course.views import (
     beside,
     beside_html,
@@ -43,7 +48,8 @@ from minijit.course.views import (
 __all__ = [
     "Edge", "Layout", "Node", "beside", "beside_html", "best_ms", "count_eqns", "describe",
     "draw_fusion", "draw_jaxpr", "draw_pipeline", "fmt_bytes", "fusion_groups", "group_colour",
-    "layout_jaxpr", "liveness_chart", "max_difference", "nbytes", "once_ms", "optimize_source",
-    "pass_stepper", "plural", "side_by_side", "side_by_side_html", "stage_summary",
-    "stages_table", "temporaries", "traffic",
+    "layout_jaxpr", "liveness_chart", "max_difference", "median_ms", "minijits_own", "nbytes",
+    "once_ms", "optimize_source", "pass_stepper", "plural", "side_by_side",
+    "side_by_side_html", "stage_summary", "stages_table", "temporaries", "traffic", "use_mine",
+    "WRITTEN_BY",
 ]

@@ -181,7 +181,8 @@ def pipeline_stages(passes: Sequence = PIPELINE) -> list[tuple[str, str]]:
 def draw_pipeline(passes: Sequence = PIPELINE, *, highlight: Sequence[str] = ()) -> Figure:
     """The pipeline `mj.jit` runs on a cache miss, drawn from `passes` (default: the real
     `minijit.passes.PIPELINE`, so the picture cannot fall behind it): the stages left to
-    right, the passes top to bottom in their frame. Passes named in `highlight` are filled."""
+    right, the passes top to bottom in their frame. The passes and stages (`trace`, `codegen`,
+    ...: the names `pipeline_stages` gives) named in `highlight` are filled."""
     stages = pipeline_stages(passes)
     before = stages[:3]
     pass_names = [name for name, what in stages if what == "pass"]
@@ -212,6 +213,9 @@ def draw_pipeline(passes: Sequence = PIPELINE, *, highlight: Sequence[str] = ())
         ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=FONT_PT,
                 family="monospace", zorder=3, linespacing=1.2)
 
+    def face_of(stage):  # the stages outside the frame: blue, or filled as the passes are
+        return "#fde2c4" if stage in highlight else "#dbe9f6"
+
     def arrow(start, end):
         ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=8,
                                      color="#555555", zorder=1, shrinkA=0, shrinkB=0))
@@ -219,7 +223,7 @@ def draw_pipeline(passes: Sequence = PIPELINE, *, highlight: Sequence[str] = ())
     x = 0.0
     for stage in before:
         w = width_of(stage)
-        box(x, mid - box_h / 2, w, box_h, "\n".join(stage), "#dbe9f6")
+        box(x, mid - box_h / 2, w, box_h, "\n".join(stage), face_of(stage[0]))
         arrow((x + w, mid), (x + w + gap, mid))
         x += w + gap
     frame_w = pass_w + 2 * frame_pad
@@ -240,6 +244,6 @@ def draw_pipeline(passes: Sequence = PIPELINE, *, highlight: Sequence[str] = ())
         arrow((x, mid), (x + gap, mid))
         x += gap
         w = width_of(stage)
-        box(x, mid - box_h / 2, w, box_h, "\n".join(stage), "#dbe9f6")
+        box(x, mid - box_h / 2, w, box_h, "\n".join(stage), face_of(stage[0]))
         x += w
     return fig

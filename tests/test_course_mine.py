@@ -1,0 +1,198 @@
+"""`minijit.course.use_mine`: the learner's pieces, read from their exercise notebooks, switched
+in at the top of a chapter, and minijit's own, with the reason, for every piece that is not
+ready; whatever the notebooks hold, no exception reaches the chapter.
+
+The course trees are temporary copies: `chapters/`, and as `exercises/` either the solution
+notebooks (every piece written) or the repository's untouched exercises.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import minijit as mj
+import minijit.codegen.kernels  # noqa: F401 - registers loop_nest, as use_mine does
+from minijit import build
+from minijit.course import mine
+from minijit.course.mine import WRITTEN_BY, YOURS, minijits_own, use_mine
+
+pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def course_tree(tmp_path: Path, exercises: str = "solutions") -> Path:
+    """A course folder in `tmp_path`: the repository's chapters, and as its `exercises/` the
+    repository's `exercises` (untouched) or `solutions` folder."""
+    root = tmp_path / "course"
+    shutil.copytree(REPO / "chapters", root / "chapters")
+    shutil.copytree(REPO / exercises, root / "exercises")
+    return root
+
+
+def edit_cell(notebook: Path, exercise_id: str, edit) -> None:
+    """Replace the source of `exercise_id`'s cell in `notebook` by `edit(source)`."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and source.startswith(f"# EXERCISE {exercise_id}"):
+            cell["source"] = edit(source)
+            break
+    else:
+        raise AssertionError(f"no cell of {exercise_id} in {notebook}")
+    notebook.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+
+
+def notebook_of(root: Path, piece: str) -> Path:
+    return root / "exercises" / f"{build.PIECES[piece].chapter}.ipynb"
+
+
+def run_from_chapters(root: Path, monkeypatch, capsys) -> tuple[dict, str]:
+    monkeypatch.chdir(root / "chapters")
+    statuses = use_mine()
+    return statuses, capsys.readouterr().out
+
+
+def test_the_solutions_are_every_piece(tmp_path, monkeypatch, capsys):
+    root = course_tree(tmp_path)
+    backend = mj.config.default_backend
+    statuses, printed = run_from_chapters(root, monkeypatch, capsys)
+    assert set(statuses) == set(mine.pieces()) == set(WRITTEN_BY) & set(build.PIECES)
+    assert {"eval_jaxpr", "pp_jaxpr", "cache_key", "closure_convert", "dce", "fusion_groups",
+            "loop_nest"} <= set(statuses)
+    assert all(status == YOURS for status in statuses.values()), statuses
+    using = build.using()
+    assert set(using) == set(statuses)
+    for name, fn in using.items():
+        assert fn.__name__ == WRITTEN_BY[name].function
+        assert fn.__code__.co_filename.startswith(str(notebook_of(root, name).resolve()))
+    # the exercise notebooks' import cell sets the interpreter as default backend: put back
+    assert mj.config.default_backend == backend
+    assert "../exercises" in printed
+    for name in statuses:
+        assert any(line.split()[:1] == [name] and line.rstrip().endswith(YOURS)
+                   for line in printed.splitlines()), printed
+
+
+def test_untouched_exercises_switch_nothing(tmp_path, monkeypatch, capsys):
+    root = course_tree(tmp_path, "exercises")
+    statuses, printed = run_from_chapters(root, monkeypatch, capsys)
+    assert build.using() == {}
+    assert statuses and all(s == "minijit's own (not written yet)" for s in statuses.values())
+    assert printed.count("not written yet") == len(statuses)
+
+
+def test_each_broken_notebook_leaves_minijits_own_with_its_reason(tmp_path, monkeypatch,
+                                                                  capsys):
+    root = course_tree(tmp_path)
+    edit_cell(notebook_of(root, "eval_jaxpr"), "ex03_eval_jaxpr",
+              lambda s: s.replace("def eval_jaxpr(", "def eval_jaxpr(:", 1))
+    edit_cell(notebook_of(root, "dce"), "ex07_dce",  # right on the small example only
+              lambda s: s + "\n\n_right = dce_jaxpr\n\n\ndef dce_jaxpr(jaxpr):\n"
+              "    return _right(jaxpr) if len(jaxpr.eqns) <= 3 else jaxpr\n")
+    edit_cell(notebook_of(root, "fusion_groups"), "ex07_fusion_groups",
+              lambda s: s.replace("def fusion_groups(", "def my_groups(", 1))
+    edit_cell(notebook_of(root, "cache_key"), "ex04_cache_key",
+              lambda s: s + "\n\nraise RuntimeError('half-finished')\n")
+    edit_cell(notebook_of(root, "pp_jaxpr"), "ex03_pp_jaxpr",  # runs, but prints nothing
+              lambda s: s + "\n\ndef pp_jaxpr(jaxpr):\n    return ''\n")
+    edit_cell(notebook_of(root, "loop_nest"), "ex08_loop_nest",  # noise, and a working piece
+              lambda s: s.replace("\n", "\nprint('noise from the cell')\n", 1))
+    notebook_of(root, "closure_convert").unlink()
+    statuses, printed = run_from_chapters(root, monkeypatch, capsys)
+
+    expected = {
+        "eval_jaxpr": "syntax error in the cell of ex03_eval_jaxpr, line 2",
+        "dce": "fails public case",
+        "fusion_groups": "its cell defines no fusion_groups",
+        "cache_key": "the cell of ex04_cache_key raised RuntimeError: half-finished",
+        "closure_convert": "no exercises/05_control_flow.ipynb",
+        "pp_jaxpr": "fails its small example",
+    }
+    for name, why in expected.items():
+        assert statuses[name].startswith("minijit's own (") and why in statuses[name], \
+            (name, statuses[name])
+        assert build.is_reference(name)
+    assert statuses["loop_nest"] == YOURS
+    assert set(build.using()) == {"loop_nest"}
+    assert "noise from the cell" not in printed
+    assert len(printed.strip().splitlines()) == 2 + len(statuses)  # a title, a header, a row
+
+
+def test_a_piece_that_breaks_later_goes_back_to_minijits_own(tmp_path, monkeypatch, capsys):
+    root = course_tree(tmp_path)
+    run_from_chapters(root, monkeypatch, capsys)
+    assert "dce" in build.using()
+    edit_cell(notebook_of(root, "dce"), "ex07_dce", lambda s: s + "\n)\n")
+    statuses, _ = run_from_chapters(root, monkeypatch, capsys)
+    assert "syntax error" in statuses["dce"] and build.is_reference("dce")
+
+
+def test_a_stub_is_not_written_yet(tmp_path, monkeypatch, capsys):
+    root = course_tree(tmp_path)
+    stub = '    raise NotImplementedError("ex08_loop_nest: replace this line")\n'
+    edit_cell(notebook_of(root, "loop_nest"), "ex08_loop_nest",
+              lambda s: s.split("def loop_nest(")[0] + "def loop_nest(shape, operands):\n"
+              + stub)
+    statuses, _ = run_from_chapters(root, monkeypatch, capsys)
+    assert statuses["loop_nest"] == "minijit's own (not written yet)"
+
+
+def test_off_while_grading_reads_nothing(tmp_path, monkeypatch, capsys):
+    root = course_tree(tmp_path)
+    monkeypatch.setenv("MINIJIT_GRADING", "1")
+
+    def no_reading(*_args):
+        raise AssertionError("use_mine read a notebook while grading")
+
+    monkeypatch.setattr(mine, "_cells", no_reading)
+    statuses, printed = run_from_chapters(root, monkeypatch, capsys)
+    assert build.using() == {}
+    assert statuses and all(s == "minijit's own (off while grading)" for s in statuses.values())
+    assert printed.strip() == "use_mine(): off while grading; minijit runs its own pieces."
+
+
+def test_no_course_folder_and_no_exception(tmp_path, monkeypatch, capsys):
+    (tmp_path / "chapters").mkdir()  # chapters/ without exercises/ is not a course
+    monkeypatch.chdir(tmp_path / "chapters")
+    statuses = use_mine()
+    assert build.using() == {}
+    assert all("no course folder" in s for s in statuses.values())
+    assert mine.course_root() is None
+
+
+def test_the_home_folder_is_never_the_course(tmp_path, monkeypatch):
+    root = course_tree(tmp_path)
+    (root / "chapters" / "deeper").mkdir()
+    assert mine.course_root(root / "chapters" / "deeper") == root.resolve()
+    monkeypatch.setenv("HOME", str(root))
+    assert mine.course_root(root / "chapters") is None
+    monkeypatch.setenv("HOME", str(root / "chapters"))
+    assert mine.course_root(root / "chapters") is None
+
+
+def test_a_failure_inside_use_mine_is_one_line(monkeypatch, capsys, tmp_path):
+    def broken(*_args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(mine, "_switch_in", broken)
+    assert use_mine(tmp_path) == {}
+    assert capsys.readouterr().out.strip().startswith("use_mine(): failed (RuntimeError: boom)")
+
+
+def test_minijits_own_switches_back_to_the_learners(tmp_path, monkeypatch, capsys):
+    root = course_tree(tmp_path)
+    run_from_chapters(root, monkeypatch, capsys)
+    theirs = build.using()
+    with minijits_own():
+        assert build.using() == {}
+    assert build.using() == theirs
+    build.reset()
+    generation = build.generation()
+    with minijits_own():  # nothing is theirs: nothing switched, no cache emptied
+        pass
+    assert build.generation() == generation
