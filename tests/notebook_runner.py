@@ -145,8 +145,11 @@ def kernel_env() -> dict[str, str]:
 
 
 def run_notebook(path: Path, timeout: int = CELL_TIMEOUT_S, kernel_name: str = KERNEL,
-                 startup_timeout: int = 60) -> NotebookRun:
-    """Execute a copy of `path`'s folder in a temporary directory; never writes to `path`."""
+                 startup_timeout: int = 60, siblings: tuple[str, ...] = ()) -> NotebookRun:
+    """Execute a copy of `path`'s folder in a temporary directory; never writes to `path`.
+
+    The folders named in `siblings`, next to `path`'s folder, are copied beside it (a chapter
+    run with `siblings=("exercises",)` finds the learner's notebooks at `../exercises`)."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -155,8 +158,10 @@ def run_notebook(path: Path, timeout: int = CELL_TIMEOUT_S, kernel_name: str = K
     with tempfile.TemporaryDirectory(prefix="minijit-nb-") as tmp:
         # the notebook's siblings (data files, helper modules) come along, outputs stay here
         workdir = Path(tmp) / path.parent.name
-        shutil.copytree(path.parent, workdir,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        for folder, to in ((path.parent, workdir),
+                           *((path.parent.parent / name, Path(tmp) / name) for name in siblings)):
+            shutil.copytree(folder, to,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         client = NotebookClient(
             nb, timeout=timeout, startup_timeout=startup_timeout, kernel_name=kernel_name,
             allow_errors=False,  # except in cells tagged raises-exception (nbclient's rule)

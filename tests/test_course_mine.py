@@ -23,6 +23,7 @@ from minijit.course.mine import WRITTEN_BY, YOURS, minijits_own, use_mine
 pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 REPO = Path(__file__).resolve().parent.parent
+CAPSTONE_TABLE = "9b1c0c04"  # the id of chapter 09's cell that prints its last table
 
 
 def course_tree(tmp_path: Path, exercises: str = "solutions") -> Path:
@@ -161,8 +162,9 @@ def test_no_course_folder_and_no_exception(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path / "chapters")
     statuses = use_mine()
     assert build.using() == {}
-    assert all("no course folder" in s for s in statuses.values())
+    assert statuses and all(s == "minijit's own (no course folder)" for s in statuses.values())
     assert mine.course_root() is None
+    assert capsys.readouterr().out.count("\n") == 1
 
 
 def test_the_home_folder_is_never_the_course(tmp_path, monkeypatch):
@@ -196,3 +198,28 @@ def test_minijits_own_switches_back_to_the_learners(tmp_path, monkeypatch, capsy
     with minijits_own():  # nothing is theirs: nothing switched, no cache emptied
         pass
     assert build.generation() == generation
+
+
+# --------------------------------------------------------------------------- chapter 09
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(240)
+def test_chapter_09_runs_the_learners_minijit(tmp_path):
+    """Chapter 09 in a course whose exercises are the solutions: its last section's table
+    says every piece is the learner's, and every program is correct with them and without."""
+    from notebook_runner import run_notebook
+
+    root = course_tree(tmp_path)
+    run = run_notebook(root / "chapters" / "09_putting_it_together.ipynb",
+                       siblings=("exercises",))
+    assert run.ok, run.report()
+    (cell,) = [c for c in run.executed.cells if c.get("id") == CAPSTONE_TABLE]
+    printed = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    n = len(mine.pieces())
+    assert f"pieces: all {n} are yours" in printed, printed
+    lines = printed.splitlines()
+    for program in ("GELU", "softmax", "Mandelbrot", "Newton"):
+        (row,) = [line for line in lines if line.split()[:1] == [program]]
+        assert row.split().count("yes") == 2 and "NO" not in row.split(), printed
+

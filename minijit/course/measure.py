@@ -82,16 +82,19 @@ def best_ms(fn: Callable[[], object], number: int = 5, repeat: int = 5) -> float
     return 1e3 * min(timeit.repeat(fn, number=number, repeat=repeat)) / number
 
 
-def median_ms(fn: Callable[[], object], calls: int = 7, warmup: int = 1) -> float:
-    """Milliseconds per call of `fn()`: the median of `calls` timed calls, after `warmup`
+def median_ms(fn: Callable[..., object], *args, calls: int = 7, warmup: int = 1) -> float:
+    """Milliseconds per call of `fn(*args)`: the median of `calls` timed calls, after `warmup`
     untimed ones (a first call may compile). A fast `fn` is timed in batches of calls that
     last about a millisecond each, since a clock reading costs about a microsecond. The
     median, unlike `best_ms`'s minimum, is a typical call, as a program would see it."""
+    def call():
+        return fn(*args)
+
     for _ in range(warmup):
-        fn()
-    one = timeit.timeit(fn, number=1)
+        call()
+    one = timeit.timeit(call, number=1)
     number = max(1, int(1e-3 / max(one, 1e-7)))
-    runs = sorted(timeit.repeat(fn, number=number, repeat=calls))
+    runs = sorted(timeit.repeat(call, number=number, repeat=calls))
     return 1e3 * runs[len(runs) // 2] / number
 
 

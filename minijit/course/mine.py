@@ -132,13 +132,11 @@ def use_mine(exercises: str | os.PathLike | None = None) -> dict[str, str]:
             return {name: own("off while grading") for name in names}
         folder = Path(exercises) if exercises is not None else _exercises_folder()
         if folder is None:
-            statuses = {name: own("no course folder with exercises/ and chapters/ found "
-                                  "at or above this one") for name in names}
-            where = "no exercise notebooks"
-        else:
-            statuses = {name: _switch_in(name, folder) for name in names}
-            where = f"your exercise notebooks in {_shown(folder)}, as last saved"
-        print(table(statuses, where))
+            print("use_mine(): no course folder (one with exercises/ and chapters/) at or above "
+                  "this one; minijit runs its own pieces.")
+            return {name: own("no course folder") for name in names}
+        statuses = {name: _switch_in(name, folder) for name in names}
+        print(table(statuses, f"your exercise notebooks in {_shown(folder)}, as last saved"))
         return statuses
     except Exception as e:  # noqa: BLE001 - a chapter must run whatever happens here
         print(f"use_mine(): failed ({type(e).__name__}: {e}); minijit runs its own pieces "
