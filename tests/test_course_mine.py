@@ -133,6 +133,20 @@ def test_a_piece_that_breaks_later_goes_back_to_minijits_own(tmp_path, monkeypat
     assert "syntax error" in statuses["dce"] and build.is_reference("dce")
 
 
+def test_magics_and_a_change_of_folder_are_harmless(tmp_path, monkeypatch, capsys):
+    root = course_tree(tmp_path)
+    notebook = notebook_of(root, "eval_jaxpr")
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    setup = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    setup["source"] = "%matplotlib inline\nimport os\nos.chdir('/')\n" + "".join(setup["source"])
+    notebook.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    edit_cell(notebook, "ex03_eval_jaxpr",
+              lambda s: s.replace("\n", "\n!echo shell line\n", 1))
+    statuses, _ = run_from_chapters(root, monkeypatch, capsys)
+    assert statuses["eval_jaxpr"] == statuses["pp_jaxpr"] == YOURS
+    assert Path.cwd() == (root / "chapters").resolve()
+
+
 def test_a_stub_is_not_written_yet(tmp_path, monkeypatch, capsys):
     root = course_tree(tmp_path)
     stub = '    raise NotImplementedError("ex08_loop_nest: replace this line")\n'

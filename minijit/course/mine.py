@@ -130,7 +130,7 @@ def use_mine(exercises: str | os.PathLike | None = None) -> dict[str, str]:
         if os.environ.get(GRADING_ENV) == "1":
             print("use_mine(): off while grading; minijit runs its own pieces.")
             return {name: own("off while grading") for name in names}
-        folder = Path(exercises) if exercises is not None else _exercises_folder()
+        folder = Path(exercises).resolve() if exercises is not None else _exercises_folder()
         if folder is None:
             print("use_mine(): no course folder (one with exercises/ and chapters/) at or above "
                   "this one; minijit runs its own pieces.")
@@ -139,8 +139,8 @@ def use_mine(exercises: str | os.PathLike | None = None) -> dict[str, str]:
         print(table(statuses, f"your exercise notebooks in {_shown(folder)}, as last saved"))
         return statuses
     except Exception as e:  # noqa: BLE001 - a chapter must run whatever happens here
-        print(f"use_mine(): failed ({type(e).__name__}: {e}); minijit runs its own pieces "
-              "where it has not switched yours in.")
+        print(f"use_mine(): failed ({type(e).__name__}: {_one_line(e)}); minijit runs its "
+              "own pieces where it has not switched yours in.")
         return {}
 
 
@@ -250,22 +250,21 @@ def _source(cell) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-# IPython's `%magic` and `!shell` lines are not Python; they set up the notebook, they never
-# define the piece, so they are left out (a `%%cell magic` line takes its cell with it).
-_MAGIC = re.compile(r"^\s*[%!]")
+# IPython's `%magic` and `!shell` lines are not Python; they set up the notebook (or time a
+# cell: `%%time`), they never define the piece, so they become `pass` at their indentation.
+_MAGIC = re.compile(r"^(\s*)([%!].*)$")
 
 
 def _python(source: str) -> str:
-    lines = source.split("\n")
-    if lines and lines[0].lstrip().startswith("%%"):
-        return ""
-    return "\n".join("pass  # " + line if _MAGIC.match(line) else line for line in lines)
+    return "\n".join(_MAGIC.sub(r"\1pass  # \2", line) for line in source.split("\n"))
 
 
 def _run_cells(path: Path, setup: str, cell: str, exercise_id: str) -> dict:
     """Run the import cell, then the exercise's, in a fresh namespace: their output is
-    captured, and minijit's config and build pieces are put back as they were."""
+    captured, and minijit's config, its build pieces and the current directory are put back
+    as they were."""
     ns: dict = {"__name__": f"minijit_course_mine_{exercise_id}", "__file__": str(path)}
+    cwd = os.getcwd()
     saved_config = {option: getattr(config, option) for option in _DEFAULTS}
     saved_pieces = build.using()
     out = io.StringIO()
@@ -288,6 +287,8 @@ def _run_cells(path: Path, setup: str, cell: str, exercise_id: str) -> dict:
                 except SystemExit:
                     raise NotYours(f"{what} called exit()") from None
     finally:
+        if os.getcwd() != cwd:
+            os.chdir(cwd)
         for option, value in saved_config.items():
             if getattr(config, option) != value:
                 config.update(option, value)
