@@ -17,7 +17,7 @@ import pytest
 import minijit as mj
 import minijit.codegen.kernels  # noqa: F401 - registers loop_nest, as use_mine does
 from minijit import build
-from minijit.course import mine
+from minijit.course import median_ms, mine
 from minijit.course.mine import WRITTEN_BY, YOURS, minijits_own, use_mine
 
 pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
@@ -237,3 +237,44 @@ def test_chapter_09_runs_the_learners_minijit(tmp_path):
         (row,) = [line for line in lines if line.split()[:1] == [program]]
         assert row.split().count("yes") == 2 and "NO" not in row.split(), printed
 
+
+
+# --------------------------------------------------------------------------- the helpers
+
+
+def test_the_pipeline_fills_the_stages_where_pieces_run():
+    from matplotlib.colors import to_hex
+
+    from minijit.course import draw_pipeline
+
+    stages = [WRITTEN_BY[name].stage for name in mine.pieces() if WRITTEN_BY[name].stage]
+    assert {"trace", "dce", "fuse_elementwise", "codegen"} <= set(stages)
+
+    def faces(fig):  # the fill of each box, by the first line of its text
+        ax = fig.axes[0]
+        boxes = [p for p in ax.patches if type(p).__name__ == "FancyBboxPatch"]
+        out = {}
+        for text in ax.texts:
+            x, y = text.get_position()
+            for box in boxes:
+                if box.get_x() <= x <= box.get_x() + box.get_width() and \
+                        box.get_y() <= y <= box.get_y() + box.get_height() and \
+                        box.get_facecolor()[3] > 0:
+                    out[text.get_text().split("\n")[0]] = to_hex(box.get_facecolor())
+        return out
+
+    plain, marked = faces(draw_pipeline()), faces(draw_pipeline(highlight=stages))
+    filled = {stage for stage, face in marked.items() if face != plain[stage]}
+    assert filled == set(stages)
+
+
+def test_median_ms_is_a_typical_call():
+    calls = []
+
+    def work(n):
+        calls.append(n)
+        return sum(range(n))
+
+    ms = median_ms(work, 10_000, calls=5, warmup=2)
+    assert 0 < ms < 1_000
+    assert len(calls) >= 2 + 1 + 5 and set(calls) == {10_000}
