@@ -23,7 +23,7 @@ from minijit.course.mine import WRITTEN_BY, YOURS, minijits_own, use_mine
 pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 REPO = Path(__file__).resolve().parent.parent
-CAPSTONE_TABLE = "9b1c0c04"  # the id of chapter 09's cell that prints its last table
+CAPSTONE_TABLE = "9b1c0c04"  # the id of chapter 10's cell that prints its last table
 
 
 def course_tree(tmp_path: Path, exercises: str = "solutions") -> Path:
@@ -95,13 +95,13 @@ def test_each_broken_notebook_leaves_minijits_own_with_its_reason(tmp_path, monk
     edit_cell(notebook_of(root, "dce"), "ex07_dce",  # right on the small example only
               lambda s: s + "\n\n_right = dce_jaxpr\n\n\ndef dce_jaxpr(jaxpr):\n"
               "    return _right(jaxpr) if len(jaxpr.eqns) <= 3 else jaxpr\n")
-    edit_cell(notebook_of(root, "fusion_groups"), "ex07_fusion_groups",
+    edit_cell(notebook_of(root, "fusion_groups"), "ex08_fusion_groups",
               lambda s: s.replace("def fusion_groups(", "def my_groups(", 1))
     edit_cell(notebook_of(root, "cache_key"), "ex04_cache_key",
               lambda s: s + "\n\nraise RuntimeError('half-finished')\n")
     edit_cell(notebook_of(root, "pp_jaxpr"), "ex03_pp_jaxpr",  # runs, but prints nothing
               lambda s: s + "\n\ndef pp_jaxpr(jaxpr):\n    return ''\n")
-    edit_cell(notebook_of(root, "loop_nest"), "ex08_loop_nest",  # noise, and a working piece
+    edit_cell(notebook_of(root, "loop_nest"), "ex09_loop_nest",  # noise, and a working piece
               lambda s: s.replace("\n", "\nprint('noise from the cell')\n", 1))
     notebook_of(root, "closure_convert").unlink()
     statuses, printed = run_from_chapters(root, monkeypatch, capsys)
@@ -149,8 +149,8 @@ def test_magics_and_a_change_of_folder_are_harmless(tmp_path, monkeypatch, capsy
 
 def test_a_stub_is_not_written_yet(tmp_path, monkeypatch, capsys):
     root = course_tree(tmp_path)
-    stub = '    raise NotImplementedError("ex08_loop_nest: replace this line")\n'
-    edit_cell(notebook_of(root, "loop_nest"), "ex08_loop_nest",
+    stub = '    raise NotImplementedError("ex09_loop_nest: replace this line")\n'
+    edit_cell(notebook_of(root, "loop_nest"), "ex09_loop_nest",
               lambda s: s.split("def loop_nest(")[0] + "def loop_nest(shape, operands):\n"
               + stub)
     statuses, _ = run_from_chapters(root, monkeypatch, capsys)
@@ -214,18 +214,18 @@ def test_minijits_own_switches_back_to_the_learners(tmp_path, monkeypatch, capsy
     assert build.generation() == generation
 
 
-# --------------------------------------------------------------------------- chapter 09
+# --------------------------------------------------------------------------- chapter 10
 
 
 @pytest.mark.notebook
 @pytest.mark.timeout(240)
 def test_chapter_09_runs_the_learners_minijit(tmp_path):
-    """Chapter 09 in a course whose exercises are the solutions: its last section's table
+    """Chapter 10 in a course whose exercises are the solutions: its last section's table
     says every piece is the learner's, and every program is correct with them and without."""
     from notebook_runner import run_notebook
 
     root = course_tree(tmp_path)
-    run = run_notebook(root / "chapters" / "09_putting_it_together.ipynb",
+    run = run_notebook(root / "chapters" / "10_putting_it_together.ipynb",
                        siblings=("exercises",))
     assert run.ok, run.report()
     (cell,) = [c for c in run.executed.cells if c.get("id") == CAPSTONE_TABLE]

@@ -11,7 +11,7 @@ extra (matplotlib, ipywidgets, IPython); `import minijit` never imports it.
 - `views`: two programs side by side, a picture next to its text (`beside`), a table of the
   pipeline's stages, a liveness chart, and the pass-by-pass stepper widget;
 - `mine`: the learner's own pieces of minijit, read from their exercise notebooks and
-  switched in at the top of chapters 03 to 09 (`use_mine`), and minijit's own for a block
+  switched in at the top of chapters 03 to 10 (`use_mine`), and minijit's own for a block
   (`minijits_own`).
 
 Chapters 07 and 08 use most of them; chapters 03, 09 and 10 draw programs and the pipeline too.

@@ -1,7 +1,7 @@
 """The learner's own pieces of minijit, switched in at the top of every chapter from 03 on.
 
 A build-track switch (`minijit.build.use`) lasts for the kernel it was made in, and each
-chapter is a notebook of its own. So chapters 03 to 09 start with
+chapter is a notebook of its own. So chapters 03 to 10 start with
 
     from minijit.course import use_mine
     use_mine()
@@ -18,7 +18,7 @@ the learner's code. For each piece in `WRITTEN_BY` that minijit has registered:
    own cell (`# EXERCISE <id>` on its first line) run in a fresh namespace, not `__main__`,
    with their output captured; whatever they set in `minijit.config` or switched with
    `build.use` is put back, so the import cell's side effects (the interpreter as default
-   backend, until chapter 08) never reach the chapter;
+   backend, until chapter 09) never reach the chapter;
 3. the function named in `WRITTEN_BY` must exist and pass the piece's selftest (the small
    example `build.use` runs) and the exercise's public cases, those `check()` runs: they take
    well under a second for all the pieces together (their expected values are computed once
@@ -79,9 +79,9 @@ WRITTEN_BY: dict[str, Written] = {
     "closure_convert": Written("ex05_closure_convert", "closure_convert", "trace",
                                "staging the bodies of cond, while_loop, fori_loop and scan"),
     "dce": Written("ex07_dce", "dce_jaxpr", "dce", "the dce pass"),
-    "fusion_groups": Written("ex07_fusion_groups", "fusion_groups", "fuse_elementwise",
+    "fusion_groups": Written("ex08_fusion_groups", "fusion_groups", "fuse_elementwise",
                              "the fuse_elementwise pass: which equations form a kernel"),
-    "loop_nest": Written("ex08_loop_nest", "loop_nest", "codegen",
+    "loop_nest": Written("ex09_loop_nest", "loop_nest", "codegen",
                          "the loops of every kernel the Numba backend writes"),
 }
 
@@ -97,7 +97,7 @@ def own(why: str) -> str:
 
 def pieces() -> list[str]:
     """The pieces that `use_mine` looks for: those of `WRITTEN_BY` that minijit registered."""
-    import minijit.codegen.kernels  # noqa: F401 - registers loop_nest (chapter 08's piece)
+    import minijit.codegen.kernels  # noqa: F401 - registers loop_nest (chapter 09's piece)
 
     return [name for name in WRITTEN_BY if name in build.PIECES]
 
