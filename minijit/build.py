@@ -1,7 +1,8 @@
-"""The build track: run minijit on pieces you wrote yourself (chapter 03 onwards).
+"""The build track: run minijit on pieces you wrote yourself (chapter 02 onwards).
 
 Some exercises ask you to write a core piece of minijit against its real interface (the
-interpreter `eval_jaxpr`, the printer `pp_jaxpr`, ...). Once yours passes its `check()`,
+staging trace's `process_primitive`, the interpreter `eval_jaxpr`, the printer `pp_jaxpr`,
+...). Once yours passes its `check()`,
 switch it in, and minijit calls *your* function wherever it would call its own:
 
     from minijit import build
@@ -31,6 +32,10 @@ chapter that builds it. Invariants:
   (`cache_key`), and then every cache hit is checked against the call's types. Where minijit
   needs the printed text of a program for itself (names in generated code, error messages),
   it uses its own printer.
+- *Your frames are minijit's.* A frame that `call` (or a selftest, through `trial`) runs a
+  piece in counts as minijit's own when minijit looks for the learner's line
+  (`errors.user_frame`, `runs_a_piece`): `errors.user_location()` called inside your
+  `process_primitive` names the line being traced, as it does inside minijit's.
 - *Threads.* Switching takes a lock and replaces one table entry; readers take no lock and
   see either the old or the new function, never a mix (a call already running when the
   switch happens may finish on the old one). The table is process-wide, as a learner's
@@ -77,9 +82,6 @@ _current: dict[str, Callable[..., Any]] = {}
 _generation = [0]
 _listeners: list[Callable[[], None]] = []
 _lock = threading.RLock()
-
-# The pieces still to come, by chapter (those built so far are in PIECES, with theirs):
-PLANNED = {"trace_to_jaxpr": "02_tracing"}
 
 
 def register(name: str, reference: Callable[..., Any], *, chapter: str, signature: str,
@@ -200,6 +202,25 @@ def call(name: str, *args, **kwargs):
     if problem:
         raise PieceError(name, _message(name, problem))
     return result
+
+
+def trial(fn: Callable[..., Any], *args, **kwargs):
+    """`fn(*args, **kwargs)`, run as `call` runs a piece: a selftest runs a candidate through
+    this, so the candidate's frame counts as minijit's (`runs_a_piece`), as it will once
+    the candidate is switched in."""
+    return fn(*args, **kwargs)
+
+
+# The functions whose callees run a piece's function: `call`, and `trial` for selftests.
+_PIECE_RUNNERS = frozenset({call.__code__, trial.__code__})
+
+
+def runs_a_piece(frame) -> bool:
+    """Whether `frame` runs a piece's function, called by minijit (`call` or `trial`).
+
+    `errors.user_frame` counts such a frame as minijit's, whoever wrote the function."""
+    caller = frame.f_back
+    return caller is not None and caller.f_code in _PIECE_RUNNERS
 
 
 def _message(name: str, what: str) -> str:

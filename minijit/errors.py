@@ -23,6 +23,7 @@ import sys
 import types
 from collections.abc import Callable
 
+from minijit import build
 from minijit.config import config
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -61,14 +62,31 @@ class NonConcreteBooleanIndexError(JAXIndexError):
 
 
 def user_frame(skip_internal: bool = True):
-    """The innermost frame outside the minijit package (the learner's code), or None."""
+    """The innermost frame outside the minijit package (the learner's code), or None.
+
+    A piece of the build track that the learner switched in is minijit's code while it runs
+    (`build.runs_a_piece`): its frame is skipped too, so the line found is the one being
+    traced or run, whoever wrote the piece."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not (skip_internal and os.path.abspath(filename).startswith(_PACKAGE_DIR)):
+        if not (skip_internal and (_in_package(frame.f_code.co_filename)
+                                   or build.runs_a_piece(frame))):
             return frame
         frame = frame.f_back
     return None
+
+
+# filename -> whether it is one of minijit's files. Tracing asks for every equation it records
+# (`user_location`), walking a dozen of minijit's frames each time; os.path.abspath is most of
+# that cost, and a code object's filename never changes.
+_package_files: dict[str, bool] = {}
+
+
+def _in_package(filename: str) -> bool:
+    inside = _package_files.get(filename)
+    if inside is None:
+        inside = _package_files[filename] = os.path.abspath(filename).startswith(_PACKAGE_DIR)
+    return inside
 
 
 def user_line() -> str | None:
@@ -98,11 +116,20 @@ def short_filename(filename: str) -> str:
     # Notebook cells are compiled from files like /tmp/ipykernel_123/4567.py: say "cell".
     if "ipykernel_" in filename or filename.startswith("<ipython-input"):
         return "<notebook cell>"
-    try:
-        rel = os.path.relpath(filename)
-    except ValueError:
-        return filename
-    return rel if not rel.startswith("..") else filename
+    # Relative to the working directory, which may change: os.path.relpath costs more than
+    # the rest of recording an equation, so each (directory, file) is worked out once.
+    key = (os.getcwd(), filename)
+    short = _short_filenames.get(key)
+    if short is None:
+        try:
+            rel = os.path.relpath(filename)
+        except ValueError:
+            rel = ".."
+        short = _short_filenames[key] = rel if not rel.startswith("..") else filename
+    return short
+
+
+_short_filenames: dict[tuple[str, str], str] = {}
 
 
 # --------------------------------------------------------------------------- traceback filtering

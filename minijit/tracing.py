@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from minijit import errors
+from minijit import build, errors
 from minijit.config import config
 from minijit.core import (
+    Primitive,
     ShapedArray,
     Tracer,
     checked_abstract_eval,
@@ -39,7 +40,7 @@ from minijit.core import (
     get_aval,
     trace_state,
 )
-from minijit.ir import Eqn, Jaxpr, Lit, Var
+from minijit.ir import Eqn, Jaxpr, Lit, Var, reference_pp_jaxpr
 from minijit.tree_util import PyTreeDef, tree_flatten_with_names
 
 # --------------------------------------------------------------------------- tracers
@@ -197,9 +198,15 @@ class JaxprTrace:
         self._const_ids: dict[int, tuple[Any, Var]] = {}  # id -> (value kept alive, var)
         # weak references to every tracer made, when leak checking is on
         self.made: list[weakref.ref] | None = [] if config.check_tracer_leaks else None
+        self._eqns_before = 0
 
-    def _tracer(self, atom, source=None) -> JaxprTracer:
-        t = JaxprTracer(self, atom, source)
+    def var_to_tracer(self, var: Var | Lit, source: str | None) -> JaxprTracer:
+        """A new tracer of this trace standing for `var` (JAX's name; a `Lit` works too).
+
+        `source` is where the value was made (`file.py:12 (fn)`), for the message of a
+        leaked tracer. Every tracer of a trace is made here, so leak checking sees them all.
+        """
+        t = JaxprTracer(self, var, source)
         if self.made is not None:
             self.made.append(weakref.ref(t))
         return t
@@ -208,7 +215,7 @@ class JaxprTrace:
         v = Var(aval)
         self.invars.append(v)
         self.arg_names[id(v)] = name
-        return self._tracer(v, source=f"argument `{name}` of `{self.fun_name}`")
+        return self.var_to_tracer(v, f"argument `{name}` of `{self.fun_name}`")
 
     def is_ancestor_of_self(self, trace: JaxprTrace) -> bool:
         t = self.parent
@@ -252,15 +259,16 @@ class JaxprTrace:
     def to_tracer(self, x) -> Tracer:
         if isinstance(x, Tracer) and x._trace is self:
             return x
-        return self._tracer(self.to_atom(x))
+        return self.var_to_tracer(self.to_atom(x), None)
 
     def process_primitive(self, prim, args: Sequence, params: dict) -> list[Tracer]:
-        atoms = [self.to_atom(a) for a in args]
-        out_avals = checked_abstract_eval(prim, [a.aval for a in atoms], params)
-        source = errors.user_location()
-        outvars = tuple(Var(aval) for aval in out_avals)
-        self.eqns.append(Eqn(prim, tuple(atoms), outvars, dict(params), source))
-        return [self._tracer(v, source) for v in outvars]
+        """Record `prim` applied to `args` as one equation; one tracer per output.
+
+        `bind` calls this (JAX's `DynamicJaxprTrace.process_primitive`); it runs the build
+        track's piece `process_primitive`: the function of that name below, or a learner's
+        after `build.use("process_primitive", ...)` (chapter 02's exercise)."""
+        self._eqns_before = len(self.eqns)  # what the piece's check counts new equations from
+        return build.call("process_primitive", self, prim, args, params)
 
     # -- explaining where a value came from, for error messages
     def argument_names(self, atom) -> list[tuple[str, ShapedArray]]:
@@ -281,6 +289,149 @@ class JaxprTrace:
                 outer = captured[id(a)]
                 names += outer._trace.argument_names(outer.atom)
         return sorted(set(names), key=lambda na: na[0])
+
+
+# --------------------------------------------------------------------------- recording an equation
+
+
+def process_primitive(trace: JaxprTrace, prim, args: Sequence, params: dict) -> list[Tracer]:
+    """minijit's own staging of one primitive: record one equation in `trace`.
+
+    Invariants (the piece's check holds a learner's to them):
+    - each argument becomes an atom with `trace.to_atom`: a tracer of this trace is its Var,
+      a Python scalar a `Lit`, an array or an outer tracer a captured constvar;
+    - the output types are what the primitive's abstract-eval rule says, one new `Var` for
+      each (multi-output primitives, `cond` and `while`, have several; `debug.print` none);
+    - exactly one `Eqn` is appended to `trace.eqns`, with a copy of `params` (the equation
+      owns its params: the caller's dict stays the caller's) and the learner's line as its
+      source, for error messages (`errors.user_location()`);
+    - the result is one tracer of `trace` per outvar, in order, made with the same source.
+    """
+    atoms = [trace.to_atom(a) for a in args]
+    out_avals = checked_abstract_eval(prim, [a.aval for a in atoms], params)
+    source = errors.user_location()
+    outvars = tuple(Var(aval) for aval in out_avals)
+    trace.eqns.append(Eqn(prim, tuple(atoms), outvars, dict(params), source))
+    return [trace.var_to_tracer(v, source) for v in outvars]
+
+
+def _same_atom(got, want) -> bool:
+    """`got` is the atom `want` (a Var itself; a Lit of the same type and value)."""
+    if isinstance(want, Lit):
+        return (isinstance(got, Lit) and got.aval == want.aval  # repr: nan and -0.0 too
+                and type(got.val) is type(want.val) and repr(got.val) == repr(want.val))
+    return got is want
+
+
+def _check_recorded(outs, trace: JaxprTrace, prim, args: Sequence, params: dict) -> str | None:
+    """What is wrong with `outs`, and the equation recorded with them, if anything."""
+    if not isinstance(outs, (list, tuple)) or not all(
+            isinstance(t, JaxprTracer) and t._trace is trace for t in outs):
+        what = type(outs).__name__ if not isinstance(outs, (list, tuple)) else next(
+            repr(t) for t in outs if not (isinstance(t, JaxprTracer) and t._trace is trace))
+        return (f"returned {what}; it must return a list of tracers of the trace it was "
+                "given, one per output (trace.var_to_tracer(var, source))")
+    new = len(trace.eqns) - trace._eqns_before
+    if new != 1:
+        return (f"recorded {'no equation' if new < 1 else f'{new} equations'} for one "
+                f"{prim.name}; it must append exactly one Eqn to trace.eqns")
+    eqn = trace.eqns[-1]
+    if not isinstance(eqn, Eqn):
+        return f"appended a {type(eqn).__name__} to trace.eqns; equations are Eqns"
+    if eqn.primitive is not prim:
+        return f"recorded a {eqn.primitive} equation for the primitive {prim.name}"
+    if (set(eqn.params) != set(params)
+            or any(eqn.params[k] is not params[k] for k in params)):
+        return (f"recorded params {sorted(eqn.params)} where {prim.name} was bound with "
+                f"params {sorted(params)}; an equation keeps the params it was bound with")
+    if eqn.params is params:
+        return ("recorded the params dict it was given; an equation owns its params, so "
+                "record a copy (the caller's dict stays the caller's)")
+    if len(eqn.invars) != len(args):
+        return f"recorded {len(eqn.invars)} inputs for {len(args)} arguments"
+    for k, (atom, arg) in enumerate(zip(eqn.invars, args)):
+        want = trace.to_atom(arg)
+        if not _same_atom(atom, want):
+            return (f"recorded input {k} of {prim.name} as {atom!r}, where it is {want!r}: "
+                    "trace.to_atom(arg) is the atom of an argument (a tracer's Var, a Lit "
+                    "for a Python scalar, a captured constvar for an array)")
+    out_avals = checked_abstract_eval(prim, [a.aval for a in eqn.invars], eqn.params)
+    if len(eqn.outvars) != len(out_avals):
+        return (f"recorded {len(eqn.outvars)} outvars for {prim.name}, whose abstract eval "
+                f"gives {len(out_avals)} output types: one new Var per type")
+    for k, (v, aval) in enumerate(zip(eqn.outvars, out_avals)):
+        if not isinstance(v, Var) or any(v is a for a in eqn.invars) or any(
+                v is w for w in eqn.outvars[:k]):
+            return f"recorded outvar {k} as {v!r}; each output needs a new Var of its own"
+        if v.aval != aval:
+            return (f"recorded outvar {k} of {prim.name} with type {v.aval.str_short()}, "
+                    f"where abstract eval says {aval.str_short()}")
+    if len(outs) != len(eqn.outvars):
+        return (f"returned {len(outs)} tracers for a {prim.name} equation with "
+                f"{len(eqn.outvars)} outvars")
+    for k, (t, v) in enumerate(zip(outs, eqn.outvars)):
+        if t.atom is not v:
+            return (f"returned tracer {k} of {t.atom!r}, which is not outvar {k} of the "
+                    "recorded equation: return one tracer per outvar, in order")
+    where = errors.user_location()
+    if eqn.source != where:
+        return (f"recorded the source {eqn.source!r}, where the line being traced is "
+                f"{where!r} (errors.user_location(), called in process_primitive itself)")
+    for k, t in enumerate(outs):
+        if t.source != eqn.source:
+            return (f"returned tracer {k} with source {t.source!r}; give it its equation's "
+                    f"source ({eqn.source!r}), which a leaked tracer's message names")
+    return None
+
+
+# A primitive with two outputs, for the selftest only (its rule is registered while it runs).
+_pair_p = Primitive("pair", multiple_results=True)
+
+
+def _selftest(candidate) -> str | None:
+    """Record `b = mul a 2.0; c = add b w; d = reduce_sum c; e, f = pair d c` (w a captured
+    array; pair has two outputs) with a candidate, and compare with minijit's own recording."""
+    from minijit import primitives as P
+    from minijit.core import abstract_eval_rules
+
+    f64 = ShapedArray((3,), np.dtype(np.float64))
+    w = np.array([1.0, 2.0, 3.0])
+    # (primitive, arguments: a name or a value, params, names of the outputs)
+    steps = [(P.mul_p, ["a", 2.0], {}, "b"), (P.add_p, ["b", w], {}, "c"),
+             (P.reduce_sum_p, ["c"], {"axes": (0,)}, "d"), (_pair_p, ["d", "c"], {}, "ef")]
+
+    def record(fn, run):
+        trace = JaxprTrace("selftest")
+        env = {"a": trace.new_arg(f64, "a")}
+        for prim, names, params, out_names in steps:
+            args = [env[n] if isinstance(n, str) else n for n in names]
+            params = dict(params)
+            trace._eqns_before = len(trace.eqns)
+            outs = run(fn, trace, prim, args, params)
+            problem = _check_recorded(outs, trace, prim, args, params)
+            if problem:
+                return None, problem
+            env.update(zip(out_names, outs))
+        jaxpr = Jaxpr(tuple(trace.constvars), tuple(trace.invars), tuple(trace.eqns),
+                      (env["e"].atom, env["f"].atom))
+        return reference_pp_jaxpr(jaxpr), None
+
+    abstract_eval_rules[_pair_p] = lambda x, y: [x, y]
+    try:
+        got, problem = record(candidate, build.trial)
+        if problem:
+            return problem
+        want, _ = record(process_primitive, lambda fn, *args: fn(*args))
+    finally:
+        del abstract_eval_rules[_pair_p]
+    if got != want:
+        return f"recorded {got}, where minijit records {want}"
+    return None
+
+
+build.register("process_primitive", process_primitive, chapter="02_tracing",
+               signature="process_primitive(trace, prim, args, params) -> list of tracers",
+               check=_check_recorded, selftest=_selftest)
 
 
 def _concretization_error(tracer: Tracer, cls, what: str, fixes: list[str],
