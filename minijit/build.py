@@ -32,9 +32,10 @@ chapter that builds it. Invariants:
   (`cache_key`), and then every cache hit is checked against the call's types. Where minijit
   needs the printed text of a program for itself (names in generated code, error messages),
   it uses its own printer.
-- *Your frames are minijit's.* A frame that `call` (or a selftest, through `trial`) runs a
-  piece in counts as minijit's own when minijit looks for the learner's line
-  (`errors.user_frame`, `runs_a_piece`): `errors.user_location()` called inside your
+- *Your frames are minijit's.* The frames that `call` (or a selftest, through `trial`) runs
+  a piece in, its helpers and wrappers included, count as minijit's own when minijit looks
+  for the learner's line
+  (`errors.user_frame`, `PIECE_RUNNERS`): `errors.user_location()` called inside your
   `process_primitive` names the line being traced, as it does inside minijit's.
 - *Threads.* Switching takes a lock and replaces one table entry; readers take no lock and
   see either the old or the new function, never a mix (a call already running when the
@@ -206,21 +207,14 @@ def call(name: str, *args, **kwargs):
 
 def trial(fn: Callable[..., Any], *args, **kwargs):
     """`fn(*args, **kwargs)`, run as `call` runs a piece: a selftest runs a candidate through
-    this, so the candidate's frame counts as minijit's (`runs_a_piece`), as it will once
+    this, so the candidate's frames count as minijit's (`PIECE_RUNNERS`), as they will once
     the candidate is switched in."""
     return fn(*args, **kwargs)
 
 
-# The functions whose callees run a piece's function: `call`, and `trial` for selftests.
-_PIECE_RUNNERS = frozenset({call.__code__, trial.__code__})
-
-
-def runs_a_piece(frame) -> bool:
-    """Whether `frame` runs a piece's function, called by minijit (`call` or `trial`).
-
-    `errors.user_frame` counts such a frame as minijit's, whoever wrote the function."""
-    caller = frame.f_back
-    return caller is not None and caller.f_code in _PIECE_RUNNERS
+# The functions that run a piece's function: `call`, and `trial` for selftests. Frames outside
+# minijit that one of them called are the piece's, which `errors.user_frame` counts as minijit's.
+PIECE_RUNNERS = frozenset({call.__code__, trial.__code__})
 
 
 def _message(name: str, what: str) -> str:

@@ -64,16 +64,23 @@ class NonConcreteBooleanIndexError(JAXIndexError):
 def user_frame(skip_internal: bool = True):
     """The innermost frame outside the minijit package (the learner's code), or None.
 
-    A piece of the build track that the learner switched in is minijit's code while it runs
-    (`build.runs_a_piece`): its frame is skipped too, so the line found is the one being
-    traced or run, whoever wrote the piece."""
+    A piece of the build track that the learner switched in is minijit's code while it runs:
+    a run of frames outside the package that `build.call` (or a selftest's `build.trial`)
+    called is skipped, helpers and wrappers of the piece included, so the line found is the
+    one being traced or run, whoever wrote the piece."""
     frame = sys._getframe(1)
+    if not skip_internal:
+        return frame
+    found = None  # the innermost frame of the run of frames outside minijit being walked
     while frame is not None:
-        if not (skip_internal and (_in_package(frame.f_code.co_filename)
-                                   or build.runs_a_piece(frame))):
-            return frame
+        if not _in_package(frame.f_code.co_filename):
+            found = found or frame
+        elif found is not None:
+            if frame.f_code not in build.PIECE_RUNNERS:
+                return found
+            found = None  # minijit called that run to run a piece: it is minijit's
         frame = frame.f_back
-    return None
+    return found
 
 
 # filename -> whether it is one of minijit's files. Tracing asks for every equation it records

@@ -1,4 +1,5 @@
-"""Chapter 02 (tracing): a tracer of your own, print at trace time, and `if` on tracers.
+"""Chapter 02 (tracing): a tracer of your own, print at trace time, `if` on tracers, and
+minijit's staging trace itself (the build track, `minijit.build`).
 
 - ``ex02_tiny_tracer`` (build): ``TinyProgram.record`` and ``tiny_trace(f, n_args)``, a
   tracer for ``+`` and ``*``. Graded against minijit's own IR: the probe turns both the
@@ -8,6 +9,14 @@
   function runs. The expected counts are *measured* on minijit, so they stay true to it.
 - ``ex02_where`` (dynamic control flow): rewrite a Python ``if`` on traced values with
   ``mnp.where``. The probe jits the learner's function itself.
+- ``ex02_process_primitive`` (build): ``process_primitive(trace, prim, args, params)``, how
+  the staging trace records one equation (``minijit.tracing``). Each case is one program of
+  ``minijit.grading.programs`` (``PROGRAMS`` and ``CONTROL_FLOW``: literals, captured arrays
+  and tracers, several outputs, every control-flow primitive, nested ``jit``), traced with
+  the learner's function switched in (``build.use``): the jaxpr, printed by minijit's own
+  printer, and the values of ``mj.jit`` must equal minijit's own. A wrong recording rarely
+  gets that far: minijit checks each equation the piece records and raises a ``PieceError``
+  that says what is wrong.
 """
 
 from __future__ import annotations
@@ -218,6 +227,88 @@ EXERCISES = [
             "TracerBoolConversionError": (
                 "Python's if (or and/or/not) on a traced array raises this: use "
                 "mnp.where(cond, a, b) to select between both branches elementwise."),
+        },
+    ),
+]
+
+
+# ------------------------------------------------------------------------ ex02_process_primitive
+
+
+def probe_staging_program(ns, name):
+    import minijit as mj
+    from minijit import build, tracing
+    from minijit.grading.programs import CONTROL_FLOW, PROGRAMS, make_args
+    from minijit.ir import reference_pp_jaxpr
+    from minijit.tree_util import tree_leaves
+
+    piece = get(ns, "process_primitive")
+    if piece in (tracing.process_primitive, build.PIECES["process_primitive"].reference):
+        raise TypeError("process_primitive must be your own function, not minijit's")
+    fun = {**PROGRAMS, **CONTROL_FLOW}[name][0]
+    args = make_args(name, 0)
+    with build.use("process_primitive", piece, verify=False):
+        closed = mj.make_jaxpr(fun)(*args)
+        outs = tree_leaves(mj.jit(fun, backend="interpreter")(*args))
+    return {"jaxpr": reference_pp_jaxpr(closed.jaxpr), "jit": [np.asarray(x) for x in outs]}
+
+
+def _reference_process_primitive():
+    from minijit import errors
+    from minijit.core import checked_abstract_eval
+    from minijit.ir import Eqn, Var
+
+    def process_primitive(trace, prim, args, params):
+        invars = tuple(map(trace.to_atom, args))
+        avals = checked_abstract_eval(prim, [x.aval for x in invars], params)
+        where = errors.user_location()
+        outvars = tuple(Var(aval) for aval in avals)
+        trace.eqns.append(Eqn(prim, invars, outvars, {**params}, where))
+        return [trace.var_to_tracer(v, where) for v in outvars]
+
+    return {"process_primitive": process_primitive}
+
+
+_STAGING_PUBLIC = ("add_literal", "scale_shift", "two_outputs", "int_arith", "cond",
+                   "while_loop")
+
+
+def _staging_cases(public: bool) -> tuple[Case, ...]:
+    from minijit.grading.programs import CONTROL_FLOW, PROGRAMS
+
+    return tuple(Case(f"program {name}", (name,)) for name in {**PROGRAMS, **CONTROL_FLOW}
+                 if (name in _STAGING_PUBLIC) == public)
+
+
+EXERCISES += [
+    Exercise(
+        id="ex02_process_primitive", points=3, title="minijit's staging trace, process_primitive",
+        chapter="02_tracing", section="2. minijit's tracer",
+        hint=Hint(
+            pitfall=("An argument is not always a tracer of this trace: a Python number "
+                     "stands in the equation as a literal, and a NumPy array or a tracer of "
+                     "an enclosing trace as a captured constvar; the trace's to_atom knows "
+                     "which, and a Var made by hand for an input is one that nothing "
+                     "defines. A primitive may have several outputs (cond and while_loop one "
+                     "per value they return): one new Var per output type, one tracer per "
+                     "Var. The equation keeps its own copy of the params, and the line being "
+                     "traced as its source, which error messages quote."),
+            code=("checked_abstract_eval(prim, avals, params) returns the list of output "
+                  "types; Eqn(prim, invars, outvars, params, source) takes tuples of atoms; "
+                  "errors.user_location() is the source; trace.var_to_tracer(var, source) "
+                  "makes the tracer of an outvar.")),
+        probe=probe_staging_program,
+        reference=_reference_process_primitive,
+        public=_staging_cases(public=True),
+        hidden=_staging_cases(public=False),
+        error_hints={
+            "PieceError": Hint(
+                pitfall=("minijit ran your process_primitive and refused what it recorded or "
+                         "returned (the message says what): each call appends exactly one "
+                         "equation to trace.eqns, whose inputs are the atoms to_atom gives "
+                         "for the arguments and whose outputs are new Vars of the types "
+                         "abstract eval gives, and returns one tracer of the trace per "
+                         "outvar, in order.")),
         },
     ),
 ]
