@@ -323,6 +323,20 @@ def _same_atom(got, want) -> bool:
     return got is want
 
 
+def _describe(atom, trace: JaxprTrace) -> str:
+    """An atom in words, for the check's messages: which Var it is matters, not its type."""
+    if isinstance(atom, Lit):
+        return f"the literal {atom.val!r}:{atom.aval.str_short()}"
+    if not isinstance(atom, Var):
+        return f"a {type(atom).__name__}"
+    kind = ("a constvar (a captured value)" if any(atom is v for v in trace.constvars)
+            else "an invar" if any(atom is v for v in trace.invars)
+            else "the outvar of an earlier equation" if any(
+                atom is v for e in trace.eqns[:-1] for v in e.outvars)
+            else "a Var that nothing defines")
+    return f"{kind} of type {atom.aval.str_short()}"
+
+
 def _check_recorded(outs, trace: JaxprTrace, prim, args: Sequence, params: dict) -> str | None:
     """What is wrong with `outs`, and the equation recorded with them, if anything."""
     if not isinstance(outs, (list, tuple)) or not all(
@@ -352,9 +366,10 @@ def _check_recorded(outs, trace: JaxprTrace, prim, args: Sequence, params: dict)
     for k, (atom, arg) in enumerate(zip(eqn.invars, args)):
         want = trace.to_atom(arg)
         if not _same_atom(atom, want):
-            return (f"recorded input {k} of {prim.name} as {atom!r}, where it is {want!r}: "
-                    "trace.to_atom(arg) is the atom of an argument (a tracer's Var, a Lit "
-                    "for a Python scalar, a captured constvar for an array)")
+            return (f"recorded input {k} of {prim.name} as {_describe(atom, trace)}, where "
+                    f"it is {_describe(want, trace)}: trace.to_atom(arg) is the atom of an "
+                    "argument (a tracer's Var, a Lit for a Python scalar, a captured constvar "
+                    "for an array or an outer tracer)")
     out_avals = checked_abstract_eval(prim, [a.aval for a in eqn.invars], eqn.params)
     if len(eqn.outvars) != len(out_avals):
         return (f"recorded {len(eqn.outvars)} outvars for {prim.name}, whose abstract eval "
