@@ -129,7 +129,7 @@ def test_course_covers_the_pitfalls_and_builds():
                    "ex07_cse", "ex07_rule", "ex08_may_fuse", "ex07_dce", "ex08_fusion_groups",
                    "ex09_softplus_rule", "ex09_loop_nest", "ex10_cache_entries", "ex10_pays_off",
                    "ex03_eval_jaxpr", "ex03_pp_jaxpr", "ex05_closure_convert", "ex04_cache_key",
-                   "ex10_new_primitive"]:
+                   "ex10_new_primitive", "ex02_process_primitive"]:
         assert needed in ids
     for ex in EXERCISES.values():
         assert ex.public and ex.hidden, ex.id

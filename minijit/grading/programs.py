@@ -1,6 +1,6 @@
-"""Programs the build-track exercises run a learner's piece on (chapter 03 onwards).
+"""Programs the build-track exercises run a learner's piece on (chapter 02 onwards).
 
-A build-track exercise (``ex03_eval_jaxpr``, ``ex03_pp_jaxpr``, ...) grades a piece of
+A build-track exercise (``ex02_process_primitive``, ``ex03_eval_jaxpr``, ...) grades a piece of
 minijit that the learner wrote by running these programs through minijit with the piece
 switched in (``minijit.build.use``) and comparing with minijit's own piece, one case per
 program. The grader cannot import ``tests/``, so this is a catalogue of its own, smaller than
