@@ -339,12 +339,13 @@ def _describe(atom, trace: JaxprTrace) -> str:
 
 def _check_recorded(outs, trace: JaxprTrace, prim, args: Sequence, params: dict) -> str | None:
     """What is wrong with `outs`, and the equation recorded with them, if anything."""
-    if not isinstance(outs, (list, tuple)) or not all(
-            isinstance(t, JaxprTracer) and t._trace is trace for t in outs):
-        what = type(outs).__name__ if not isinstance(outs, (list, tuple)) else next(
-            repr(t) for t in outs if not (isinstance(t, JaxprTracer) and t._trace is trace))
-        return (f"returned {what}; it must return a list of tracers of the trace it was "
-                "given, one per output (trace.var_to_tracer(var, source))")
+    if not isinstance(outs, (list, tuple)):
+        return (f"returned a {type(outs).__name__}; it must return a list of tracers of the "
+                "trace it was given, one per output (trace.var_to_tracer(var, source))")
+    for t in outs:
+        if not (isinstance(t, JaxprTracer) and t._trace is trace):
+            return (f"returned {t!r} among its results; it must return tracers of the trace "
+                    "it was given, one per output (trace.var_to_tracer(var, source))")
     new = len(trace.eqns) - trace._eqns_before
     if new != 1:
         return (f"recorded {'no equation' if new < 1 else f'{new} equations'} for one "
@@ -352,6 +353,10 @@ def _check_recorded(outs, trace: JaxprTrace, prim, args: Sequence, params: dict)
     eqn = trace.eqns[-1]
     if not isinstance(eqn, Eqn):
         return f"appended a {type(eqn).__name__} to trace.eqns; equations are Eqns"
+    if not (isinstance(eqn.invars, tuple) and isinstance(eqn.outvars, tuple)
+            and isinstance(eqn.params, dict)):
+        return ("recorded an Eqn whose invars or outvars are not tuples, or whose params "
+                "are not a dict")
     if eqn.primitive is not prim:
         return f"recorded a {eqn.primitive} equation for the primitive {prim.name}"
     if (set(eqn.params) != set(params)

@@ -243,6 +243,16 @@ def _nothing(trace, prim, args, params):
     return [trace.var_to_tracer(Var(aval), errors.user_location()) for aval in avals]
 
 
+def _lists(trace, prim, args, params):
+    """An Eqn of lists where it holds tuples."""
+    atoms = [trace.to_atom(a) for a in args]
+    outvars = [Var(aval) for aval in checked_abstract_eval(prim, [a.aval for a in atoms],
+                                                           params)]
+    source = errors.user_location()
+    trace.eqns.append(Eqn(prim, atoms, outvars, dict(params), source))
+    return [trace.var_to_tracer(v, source) for v in outvars]
+
+
 def _cond_program(x):
     return lax.cond(mnp.sum(x) > 0, lambda v: v * 2.0, lambda v: -v, x)
 
@@ -271,9 +281,10 @@ def test_a_broken_piece_names_itself_and_reset_restores():
 
 @pytest.mark.parametrize("wrong, program, message", [
     (lambda t, p, a, k: _record(t, p, a, k)[:-1] or None, _cond_program,
-     r"returned NoneType; it must return a list of tracers of the trace"),
+     r"returned a NoneType; it must return a list of tracers of the trace"),
     (lambda t, p, a, k: [np.ones(3)], _cond_program,
-     r"returned array\(\[1\., 1\., 1\.\]\); it must return a list of tracers"),
+     r"returned array\(\[1\., 1\., 1\.\]\) among its results; it must return tracers"),
+    (_lists, _cond_program, r"recorded an Eqn whose invars or outvars are not tuples"),
     (lambda t, p, a, k: _record(t, p, a, k) * 2, _cond_program,
      r"returned 2 tracers for a reduce_sum equation with 1 outvars"),
     (_nothing, _cond_program, r"recorded no equation for one reduce_sum"),
