@@ -2,8 +2,8 @@
 
 Some exercises ask you to write a core piece of minijit against its real interface (the
 staging trace's `process_primitive`, the interpreter `eval_jaxpr`, the printer `pp_jaxpr`,
-...). Once yours passes its `check()`,
-switch it in, and minijit calls *your* function wherever it would call its own:
+...). Once yours passes its `check()`, switch it in, and minijit calls *your* function
+wherever it would call its own:
 
     from minijit import build
 
@@ -34,9 +34,8 @@ chapter that builds it. Invariants:
   it uses its own printer.
 - *Your frames are minijit's.* The frames that `call` (or a selftest, through `trial`) runs
   a piece in, its helpers and wrappers included, count as minijit's own when minijit looks
-  for the learner's line
-  (`errors.user_frame`, `PIECE_RUNNERS`): `errors.user_location()` called inside your
-  `process_primitive` names the line being traced, as it does inside minijit's.
+  for the learner's line (`errors.user_frame`, `PIECE_RUNNERS`): `errors.user_location()`
+  called inside your `process_primitive` names the line being traced, as inside minijit's.
 - *Threads.* Switching takes a lock and replaces one table entry; readers take no lock and
   see either the old or the new function, never a mix (a call already running when the
   switch happens may finish on the old one). The table is process-wide, as a learner's
