@@ -349,7 +349,10 @@ def test_the_pipeline_makes_every_fori_loop_a_counted_loop(prog: Program):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("prog", PROGRAMS, ids=ids)
 def test_jit(prog: Program, backend: str):
+    # jit keeps one cache per function and options, so other tests (and build switches, which
+    # empty every cache) may have traced prog.fn before: count the traces this test makes.
     jf = mj.jit(prog.fn, static_argnums=prog.static_argnums, backend=backend)
+    before = jf.trace_count
     for seed in (0, 1, 2):  # fresh values of the same types: one trace, every answer right
         args = prog.args(np.random.default_rng(seed))
         want, want_tree = _reference(prog, args)
@@ -357,7 +360,10 @@ def test_jit(prog: Program, backend: str):
         assert got_tree == want_tree
         _check(got, want, f"jit[{backend}] seed {seed}")
         assert all(isinstance(g, mj.Array) for g in got)
-    assert jf.trace_count == 1
+        if seed == 0:
+            first = jf.trace_count
+            assert first - before <= 1
+    assert jf.trace_count == first
 
 
 def test_newton_converges_to_sqrt():

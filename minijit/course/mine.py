@@ -71,6 +71,8 @@ class Written:
 
 
 WRITTEN_BY: dict[str, Written] = {
+    "process_primitive": Written("ex02_process_primitive", "process_primitive", "trace",
+                                 "tracing: every primitive applied to a tracer"),
     "eval_jaxpr": Written("ex03_eval_jaxpr", "eval_jaxpr", None,
                           "the interpreter backend and eager control flow"),
     "pp_jaxpr": Written("ex03_pp_jaxpr", "pp_jaxpr", "jaxpr", "printing every jaxpr"),
