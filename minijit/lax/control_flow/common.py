@@ -22,6 +22,7 @@ from minijit.core import (
     ShapedArray,
     get_aval,
 )
+from minijit.errors import api_boundaries
 from minijit.ir import Jaxpr, Lit, Var
 from minijit.tracing import trace_to_jaxpr
 from minijit.tree_util import (
@@ -194,12 +195,13 @@ def _check_same_types(what: str, a_name: str, a_tree, a_avals, b_name: str, b_tr
             )
 
 
-
 def _leaf_paths(tree: PyTreeDef) -> list[str]:
     return ["output" + keystr(p) for p in treedef_paths(tree)]
-
 
 
 def _leaf_paths_raw(tree: PyTreeDef) -> list[str]:
     return [keystr(p) for p in treedef_paths(tree)]
 
+
+# Keep last: every public function becomes an API boundary (errors.api_boundary).
+api_boundaries(globals())

@@ -21,6 +21,7 @@ from minijit.core import (
     get_aval,
     impl_rules,
 )
+from minijit.errors import api_boundaries
 from minijit.interpret import eval_jaxpr
 from minijit.lax import ops as lax
 from minijit.lax.control_flow.common import (
@@ -124,3 +125,6 @@ def _cond_impl(index, *args, branches):
 abstract_eval_rules[cond_p] = _cond_abstract_eval
 impl_rules[cond_p] = _cond_impl
 
+
+# Keep last: every public function becomes an API boundary (errors.api_boundary).
+api_boundaries(globals())

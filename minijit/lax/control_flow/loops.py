@@ -328,10 +328,6 @@ abstract_eval_rules[scan_p] = _scan_abstract_eval
 impl_rules[scan_p] = _scan_impl
 
 
-# Keep last: every public function becomes an API boundary (errors.api_boundary).
-api_boundaries(globals())
-
-
 def _leading_length(what: str, leaves) -> int:
     """The common length of the leaves' leading axes, with JAX's errors when there is none."""
     if not leaves:
