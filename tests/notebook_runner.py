@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -96,11 +97,19 @@ class NotebookRun:
     tagged_but_clean: list[str] = field(default_factory=list)  # tagged cells that did not raise
     expected_errors: list[CellError] = field(default_factory=list)  # tagged cells that raised
     cell_seconds: dict[int, float] = field(default_factory=dict)  # code cell index -> seconds
+    # Wall-clock seconds outside the cells: kernel start up to the first cell, the gaps
+    # between cells, and shutdown after the last one (to say where a slow run's time went).
+    outside: dict[str, float] = field(default_factory=dict)
 
     def slowest(self, n: int = 3) -> str:
-        """`cell 4: 12.3 s, cell 7: 2.0 s`: where the time went."""
+        """`cell 4: 12.3 s, cell 7: 2.0 s; outside cells: start 0.8 s, ...`: where the time
+        went."""
         top = sorted(self.cell_seconds.items(), key=lambda kv: -kv[1])[:n]
-        return ", ".join(f"cell {i}: {t:.1f} s" for i, t in top)
+        text = ", ".join(f"cell {i}: {t:.1f} s" for i, t in top)
+        if self.outside:
+            text += "; outside cells: " + ", ".join(f"{k} {v:.1f} s"
+                                                   for k, v in self.outside.items())
+        return text
 
     @property
     def ok(self) -> bool:
@@ -123,16 +132,32 @@ def _error_of(cell) -> CellError | None:
     return None
 
 
-def _cell_seconds(cell) -> float | None:
-    """Execution time that nbclient recorded in the cell's metadata (None if it did not run)."""
-    from datetime import datetime
-
+def _cell_times(cell) -> tuple[datetime, datetime] | None:
+    """When the kernel started and finished the cell, as nbclient recorded it in the cell's
+    metadata (None if it did not run)."""
     timing = cell.get("metadata", {}).get("execution", {})
     start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
     if not (start and end):
         return None
     parse = datetime.fromisoformat
-    return (parse(end.replace("Z", "+00:00")) - parse(start.replace("Z", "+00:00"))).total_seconds()
+    return parse(start.replace("Z", "+00:00")), parse(end.replace("Z", "+00:00"))
+
+
+def _cell_seconds(cell) -> float | None:
+    """Execution time that nbclient recorded in the cell's metadata (None if it did not run)."""
+    times = _cell_times(cell)
+    return None if times is None else (times[1] - times[0]).total_seconds()
+
+
+def _outside(nb, cell_seconds: dict[int, float], began: datetime,
+             ended: datetime) -> dict[str, float]:
+    times = [t for t in map(_cell_times, nb.cells) if t is not None]
+    if not times:
+        return {}
+    first, last = min(t[0] for t in times), max(t[1] for t in times)
+    between = (last - first).total_seconds() - sum(cell_seconds.values())
+    return {"start": (first - began).total_seconds(), "between": max(between, 0.0),
+            "shutdown": (ended - last).total_seconds()}
 
 
 def kernel_env() -> dict[str, str]:
@@ -168,6 +193,7 @@ def run_notebook(path: Path, timeout: int = CELL_TIMEOUT_S, kernel_name: str = K
             resources={"metadata": {"path": str(workdir)}},
         )
         failure = None
+        began = datetime.now(timezone.utc)
         start = time.perf_counter()
         try:
             client.execute(env=kernel_env(), cwd=str(workdir))
@@ -178,11 +204,13 @@ def run_notebook(path: Path, timeout: int = CELL_TIMEOUT_S, kernel_name: str = K
         except DeadKernelError as e:
             failure = f"the kernel died: {e}"
         seconds = time.perf_counter() - start
+        ended = datetime.now(timezone.utc)
     run = NotebookRun(path, seconds, nb, failure)
     for i, cell in enumerate(nb.cells):
         t = _cell_seconds(cell)
         if t is not None:
             run.cell_seconds[i] = t
+    run.outside = _outside(nb, run.cell_seconds, began, ended)
     if failure is None:
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or RAISES_TAG not in _tags(cell):
