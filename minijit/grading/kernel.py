@@ -10,7 +10,9 @@ raising, so that :mod:`minijit.grading.runner` can decide what to do next.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,8 +25,13 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from .sandbox import Command, sandbox_uid, socket_folder
+
 if TYPE_CHECKING:
     from .runner import Limits
+
+# Counts this process's sandboxed kernel starts (see sandbox.sandbox_uid).
+_STARTS = itertools.count()
 
 
 def first_line(text: str, limit: int = 160) -> str:
@@ -33,21 +40,37 @@ def first_line(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def kernel_spec() -> KernelSpec:
+KERNEL_ARGS = ["-m", "ipykernel_launcher", "-f", "{connection_file}",
+               "--HistoryManager.hist_file=:memory:",
+               # Nobody reads the tracebacks, and IPython's coloured, contextual ones take a
+               # second to render for a deep minijit error: keep only the last line.
+               "--InteractiveShell.xmode=Minimal"]
+
+
+def kernel_spec(sandboxed: Command | None = None) -> KernelSpec:
     """Always the grader's own interpreter, whatever ``python3`` kernelspec is installed.
 
     A user's ``python3`` kernelspec may point at another environment (without minijit, or
     with a different version); grading must not depend on it. The history goes to memory so
-    that parallel kernels do not fight over IPython's sqlite file.
+    that parallel kernels do not fight over IPython's sqlite file. In a sandbox, interrupts
+    travel as messages: a signal would reach bubblewrap, not the kernel in its own session.
     """
     return KernelSpec(
-        argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-              "--HistoryManager.hist_file=:memory:",
-              # Nobody reads the tracebacks, and IPython's coloured, contextual ones take a
-              # second to render for a deep minijit error: keep only the last line.
-              "--InteractiveShell.xmode=Minimal"],
-        display_name="minijit grader", language="python", interrupt_mode="signal",
-        metadata={})
+        argv=sandboxed.argv if sandboxed else [sys.executable, *KERNEL_ARGS],
+        display_name="minijit grader", language="python",
+        interrupt_mode="message" if sandboxed else "signal", metadata={})
+
+
+class _SandboxedManager(AsyncKernelManager):
+    """Writes the connection file for the sandbox's uid: it lies in the kernel's private
+    socket folder, readable by that uid only (0600, as jupyter_client writes it)."""
+
+    owner: int | None = None
+
+    def write_connection_file(self, **kwargs: Any) -> None:
+        super().write_connection_file(**kwargs)
+        if self.owner is not None:
+            os.chown(self.connection_file, self.owner, self.owner)
 
 
 class Kernel:
@@ -57,20 +80,46 @@ class Kernel:
         self.limits, self.cwd, self.n_cells = limits, cwd, n_cells
         self.km: Any = None
         self.client: Any = None
+        self.sockets: str | None = None  # the sandbox's socket folder, removed by stop()
 
     async def start(self, deadline: float) -> None:
-        spec = kernel_spec()
+        """Start the kernel, and once more if that fails (a kernel that cannot start is
+        the machine's trouble, not the notebook's); raises the second failure."""
+        try:
+            await self._start(deadline)
+        except Exception:  # noqa: BLE001 - retried once, then raised
+            await self.stop()
+            if deadline - time.monotonic() < 1:
+                raise
+            await self._start(deadline)
+
+    async def _start(self, deadline: float) -> None:
+        sandbox = self.limits.sandbox
+        command = None
+        kwargs: dict[str, Any] = {"cwd": self.cwd, "env": dict(
+            os.environ, MINIJIT_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1")}
+        manager: dict[str, Any] = {}
+        if sandbox is not None:
+            uid = sandbox_uid(next(_STARTS))
+            self.sockets = socket_folder(uid)
+            command = Command(KERNEL_ARGS, self.sockets, sandbox, uid)
+            kwargs = command.popen_kwargs()
+            manager = {"transport": "ipc", "ip": f"{self.sockets}/k",
+                       "connection_file": f"{self.sockets}/kernel.json"}
+        spec = kernel_spec(command)
 
         class _Specs(KernelSpecManager):
             def get_kernel_spec(self, kernel_name: str) -> Any:
                 return spec
 
-        env = dict(os.environ, MINIJIT_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
-        self.km = AsyncKernelManager(kernel_name="python3", kernel_spec_manager=_Specs())
+        self.km = _SandboxedManager(kernel_name="python3", kernel_spec_manager=_Specs(),
+                                    **manager)
+        if sandbox is not None:
+            self.km.owner = uid
         # The kernel's own stdout/stderr (C-level prints, warnings) must not reach the
         # grader's terminal; what the notebook prints travels over iopub and is dropped.
-        await self.km.start_kernel(env=env, cwd=self.cwd, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
+        await self.km.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   **kwargs)
         nb = nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_code_cell("") for _ in range(self.n_cells)])
         self.client = _QuietClient(nb, km=self.km, allow_errors=True,
@@ -160,6 +209,12 @@ class Kernel:
                 await self.km.cleanup_resources()
         except Exception:  # noqa: BLE001
             pass
+        # Killing bubblewrap took the whole sandbox with it (its PID namespace ends with
+        # its first process, and --die-with-parent ends that one).
+        if self.sockets is not None:
+            shutil.rmtree(self.sockets, ignore_errors=True)
+            self.sockets = None
+        self.km = self.client = None
 
 
 class _QuietClient(NotebookClient):

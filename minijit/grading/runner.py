@@ -39,6 +39,7 @@ from .channel import ChannelError, ProbeCall, expression, new_nonce, parse_reply
 from .channel import user_expression_key as _key
 from .kernel import Kernel, first_line
 from .notebook import check_call, exercise_header
+from .sandbox import Sandbox
 
 # Status words, worst first. A submission's status is the worst event it produced.
 STATUS_ORDER = ("not_graded", "invalid_notebook", "grader_error", "kernel_died", "timeout",
@@ -62,6 +63,8 @@ class Limits:
     max_kernel_starts: int = 3
     # After an interrupt, how long the kernel gets to show it is listening again.
     settle_timeout: float = 5.0
+    # The sandbox each kernel runs in (minijit.grading.sandbox); None: run as the grader.
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True)
