@@ -55,6 +55,7 @@ def _grade(args: argparse.Namespace) -> int:
     from .gradebook import GradingSetupError, grade
     from .registry import RegistryError, load_hidden_cases
     from .runner import Limits
+    from .sandbox import GiB, Sandbox
 
     try:
         exercises = _exercises(args)
@@ -63,7 +64,8 @@ def _grade(args: argparse.Namespace) -> int:
         rows = grade(args.submissions, exercises=exercises, out=args.out,
                      feedback_dir=args.feedback_dir, hidden_cases=hidden,
                      assignment=args.assignment, jobs=args.jobs, limits=limits,
-                     progress=not args.no_progress)
+                     progress=not args.no_progress,
+                     sandbox=not args.no_sandbox and Sandbox(memory=int(args.memory * GiB)))
     except (GradingSetupError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -141,6 +143,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="exercise module or .py file to use instead of the course's "
                          "(repeatable)")
     gr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    gr.add_argument("--memory", type=float, default=4.0, metavar="GIB",
+                    help="address space each kernel's sandbox may use, in GiB (default: "
+                         "%(default)s)")
+    gr.add_argument("--no-sandbox", action="store_true",
+                    help="run the kernels as you, outside bubblewrap: a notebook can then "
+                         "read your files and environment, harm other kernels and the "
+                         "machine (default: each kernel in its own sandbox)")
     gr.set_defaults(func=_grade)
 
     ls = sub.add_parser("list", help="list the exercises")

@@ -27,6 +27,7 @@ words).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import multiprocessing
 import os
 import re
@@ -38,6 +39,7 @@ from pathlib import Path
 
 from .cases import Case, Exercise, describe
 from .runner import NOTE, Limits, RunResult, run_submission
+from .sandbox import INSTALL_HINT, Sandbox, unavailable
 from .scoring import OUTCOME_WORDS, GradingSetupError, Plan, Row, build_plan, make_row
 
 # ----------------------------------------------------------------------------------------
@@ -123,11 +125,17 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
           out: str | os.PathLike | None = None, feedback_dir: str | os.PathLike | None = None,
           hidden_cases: dict[str, tuple[Case, ...]] | None = None,
           assignment: Sequence[str] | None = None, jobs: int | None = None,
-          limits: Limits | None = None, progress: bool = True) -> list[Row]:
-    """Grade ``submissions`` (files or folders); write the CSV and feedback; return rows."""
+          limits: Limits | None = None, progress: bool = True,
+          sandbox: bool | Sandbox = True) -> list[Row]:
+    """Grade ``submissions`` (files or folders); write the CSV and feedback; return rows.
+
+    Each kernel runs in a :mod:`minijit.grading.sandbox` (``sandbox=True``, or a
+    :class:`Sandbox` with other limits); where none can start, GradingSetupError says how to
+    get one. ``sandbox=False`` runs the kernels as the grader, as ``--no-sandbox`` does.
+    """
     from tqdm.auto import tqdm
 
-    limits = limits or Limits()
+    limits = _with_sandbox(limits or Limits(), sandbox)
     paths = find_submissions(submissions)
     if not paths:
         raise GradingSetupError("no notebooks to grade")
@@ -210,6 +218,16 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
         if feedback_dir is not None:
             write_feedback(rows, feedback_dir)
     return rows
+
+
+def _with_sandbox(limits: Limits, sandbox: bool | Sandbox) -> Limits:
+    if sandbox is False:
+        return dataclasses.replace(limits, sandbox=None)
+    chosen = sandbox if isinstance(sandbox, Sandbox) else limits.sandbox or Sandbox()
+    problem = unavailable(chosen)  # before any worker starts: one clear message
+    if problem:
+        raise GradingSetupError(f"cannot sandbox the kernels: {problem} {INSTALL_HINT}")
+    return dataclasses.replace(limits, sandbox=chosen)
 
 
 def _failed(message: str, kind: str = "grader_error") -> RunResult:
