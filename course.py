@@ -11,8 +11,9 @@ skipped when `.venv/` holds a stamp with the sha256 of the current pyproject.tom
 installed environment still looks intact, so every run after the first starts in seconds.
 
 `test` passes any further arguments on to pytest (`python3 course.py test -k dtype -x`).
-Browser tests need Chromium at /usr/bin/chromium: when it is missing and we run as root on a
-Debian-like system, `test` installs it with apt-get; otherwise those tests are skipped.
+Browser tests need Chromium at /usr/bin/chromium, and the grader's sandbox tests need
+bubblewrap (`bwrap`): when one is missing and we run as root on a Debian-like system, `test`
+installs it with apt-get; otherwise those tests are skipped, saying why.
 
 This file uses only the standard library, so it runs with a bare Python >= 3.10 before any
 dependency exists. It relies on nothing outside the repository but python3, pip and apt.
@@ -37,6 +38,7 @@ PYPROJECT = ROOT / "pyproject.toml"
 FIRST_CHAPTER = Path("chapters") / "00_welcome.ipynb"
 LINT_TARGETS = ("minijit", "tests", "benchmarks", "course.py")
 CHROMIUM = Path("/usr/bin/chromium")
+BWRAP = Path("/usr/bin/bwrap")
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 PYTEST_TIMEOUT_S = 600
 PYTEST_NO_TESTS_COLLECTED = 5
@@ -197,6 +199,37 @@ def install_chromium() -> None:
         run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"], env=env)
 
 
+def skip_sandbox_tests(reason: str) -> None:
+    say(f"Sandboxed grading tests will be SKIPPED: {reason}")
+    say("  The grader needs bubblewrap to sandbox each kernel (without it, it grades only with")
+    say("  --no-sandbox). To install it, e.g. on Debian/Ubuntu:")
+    say("    sudo apt-get update && sudo apt-get install -y --no-install-recommends bubblewrap")
+
+
+def ensure_bubblewrap() -> None:
+    """Install Debian's bubblewrap for the grader's sandbox if possible; never fail because of
+    it (tests/test_grading_sandbox.py then skips, naming the reason)."""
+    if BWRAP.exists() or shutil.which("bwrap"):
+        say("bubblewrap found; the grader's sandbox tests will run.")
+        return
+    if not running_as_root():
+        skip_sandbox_tests("bwrap is missing and we are not root, so cannot install it.")
+        return
+    if shutil.which("apt-get") is None:
+        skip_sandbox_tests("bwrap is missing and apt-get is not available.")
+        return
+    install_bubblewrap()
+    if not BWRAP.exists():
+        skip_sandbox_tests("installing bubblewrap with apt-get did not work (see output above).")
+
+
+@step("Installing bubblewrap with apt-get for the grader's sandbox")
+def install_bubblewrap() -> None:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    if run(["apt-get", "update"], env=env) == 0:
+        run(["apt-get", "install", "-y", "--no-install-recommends", "bubblewrap"], env=env)
+
+
 def usable_cpus() -> int:
     """CPUs this process may use: the affinity mask, capped by a cgroup v2 quota in containers."""
     if hasattr(os, "sched_getaffinity"):
@@ -258,6 +291,7 @@ def cmd_lab(extra_args: list[str]) -> int:
 def cmd_test(extra_args: list[str]) -> int:
     setup()
     ensure_chromium()
+    ensure_bubblewrap()
     lint_status = lint()
     test_status = run_pytest(extra_args)
     if lint_status != 0:

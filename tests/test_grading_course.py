@@ -30,6 +30,7 @@ from minijit.grading.gradebook import grade
 from minijit.grading.notebook import BEGIN, END, exercise_headers
 from minijit.grading.registry import COURSE_MODULES, load_exercises
 from minijit.grading.runner import Limits
+from minijit.grading.sandbox import unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob("*.ipynb"))
@@ -343,7 +344,9 @@ def test_pitfall_hints_do_not_quote_the_solution(path):
 
 @pytest.mark.slow
 def test_solutions_full_marks_exercises_zero(tmp_path):
-    """Each chapter as an instructor grades it: its solution and its untouched exercise."""
+    """Each chapter as an instructor grades it: its solution and its untouched exercise,
+    in the sandbox where one starts (the real chapters must run in it)."""
+    sandboxed = unavailable() is None
     problems = []
     for path in SOLUTIONS:
         subs = tmp_path / path.stem
@@ -353,7 +356,7 @@ def test_solutions_full_marks_exercises_zero(tmp_path):
         rows = {r.student: r for r in grade(
             [subs], exercises=EXERCISES, assignment=[path.stem], jobs=2, progress=False,
             out=subs / "gradebook.csv", feedback_dir=subs / "feedback",
-            limits=Limits(cell_timeout=60, timeout=240))}
+            limits=Limits(cell_timeout=60, timeout=240), sandbox=sandboxed)}
         solution, exercise = rows["solution"], rows["exercise"]
         assert {s.exercise.chapter for s in solution.scores.values()} == {path.stem}
         if solution.status != "ok" or solution.total != solution.max_total:

@@ -11,8 +11,11 @@ import sys
 from pathlib import Path
 
 from minijit.grading.__main__ import main
+from minijit.grading.sandbox import unavailable
 
 FIXTURES = Path(__file__).parent / "grading_fixtures"
+# Sandboxed where a sandbox starts (tests/test_grading_sandbox.py tests it); else as before.
+NO_SANDBOX = [] if unavailable() is None else ["--no-sandbox"]
 
 
 def test_grade_command(tmp_path):
@@ -30,7 +33,7 @@ def test_grade_command(tmp_path):
         [sys.executable, "-m", "minijit.grading", "grade", str(subs), "--out", str(out),
          "--feedback-dir", str(feedback), "--hidden-cases", str(private), "--jobs", "2",
          "--cell-timeout", "20", "--timeout", "60",
-         "--exercises", str(FIXTURES / "demo_exercises.py")],
+         "--exercises", str(FIXTURES / "demo_exercises.py"), *NO_SANDBOX],
         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "graded 2 notebooks" in run.stdout
@@ -51,11 +54,11 @@ def test_grade_command(tmp_path):
 
 def test_grade_command_reports_setup_errors(tmp_path, capsys):
     demo = str(FIXTURES / "demo_exercises.py")
-    assert main(["grade", str(tmp_path / "nothing"), "--exercises", demo]) == 2
+    assert main(["grade", str(tmp_path / "nothing"), "--exercises", demo, *NO_SANDBOX]) == 2
     assert "no such file or folder" in capsys.readouterr().err
     (tmp_path / "typo.py").write_text("HIDDEN_CASES = {'ex00_nope': []}\n")
     assert main(["grade", str(FIXTURES / "solutions"), "--exercises", demo,
-                 "--hidden-cases", str(tmp_path)]) == 2
+                 "--hidden-cases", str(tmp_path), *NO_SANDBOX]) == 2
     assert "unknown exercise id 'ex00_nope'" in capsys.readouterr().err
 
 

@@ -252,6 +252,31 @@ def test_without_root_browser_tests_are_skipped_with_a_hint(monkeypatch, capsys,
     assert "SKIPPED" in out and "apt-get install" in out
 
 
+def test_missing_bubblewrap_is_installed_as_root(monkeypatch, capsys, tmp_path):
+    course = import_course()
+    monkeypatch.setattr(course, "BWRAP", tmp_path / "no-bwrap")
+    monkeypatch.setattr(course, "running_as_root", lambda: True)
+    monkeypatch.setattr(course.shutil, "which",
+                        lambda name: None if name == "bwrap" else "/usr/bin/" + name)
+    commands = []
+    monkeypatch.setattr(course, "run", lambda cmd, **kwargs: commands.append(cmd) or 0)
+    course.ensure_bubblewrap()  # apt-get "works" but installs nothing: a warning
+    assert commands[0] == ["apt-get", "update"]
+    assert commands[1][:2] == ["apt-get", "install"] and "bubblewrap" in commands[1]
+    assert "SKIPPED" in capsys.readouterr().out
+
+
+def test_without_root_sandbox_tests_are_skipped_with_a_hint(monkeypatch, capsys, tmp_path):
+    course = import_course()
+    monkeypatch.setattr(course, "BWRAP", tmp_path / "no-bwrap")
+    monkeypatch.setattr(course.shutil, "which", lambda name: None)
+    monkeypatch.setattr(course, "running_as_root", lambda: False)
+    monkeypatch.setattr(course, "run", lambda *args, **kwargs: pytest.fail("must not run apt"))
+    course.ensure_bubblewrap()
+    out = capsys.readouterr().out
+    assert "SKIPPED" in out and "apt-get install" in out and "bubblewrap" in out
+
+
 def test_readme_library_example_runs(capsys):
     section = README.read_text().split("## Using minijit as a library", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
