@@ -244,7 +244,9 @@ def test_sandbox_batch(tmp_path):
     attacks = _attacks(paths)
     for name, (nb, _, _) in attacks.items():
         nbformat.write(nb, folder / f"{name}.ipynb")
-    env = dict(os.environ, MINIJIT_TEST_SECRET=SECRET,
+    # The grader's home and IPYTHONDIR are the test's, so that even a broken sandbox
+    # leaves no startup file for the machine's other kernels.
+    env = dict(os.environ, MINIJIT_TEST_SECRET=SECRET, HOME=str(tmp_path / "grader_home"),
                IPYTHONDIR=paths["grader_ipython"])
     written = [Path(d, "_sandbox_probe_written.txt") for d in (
         sys.prefix, sys.base_prefix, *site.getsitepackages(), repo / "minijit",
@@ -277,6 +279,8 @@ def test_sandbox_batch(tmp_path):
         problems.append("a sandboxed process wrote to the grader's folder")
     if (tmp_path / "grader_ipython").exists():
         problems.append("a sandboxed process wrote to the grader's IPYTHONDIR")
+    if (tmp_path / "grader_home" / ".ipython").exists():
+        problems.append("a sandboxed process wrote to the grader's home")
     with open(out / "gradebook.csv", newline="") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
     if set(rows) != set(attacks):

@@ -3,15 +3,16 @@
 One sandbox per kernel, started by the grader (:mod:`minijit.grading.kernel`) and killed with
 it. What a notebook inside can see and do:
 
-- its own PID, IPC, UTS, network, cgroup and user namespaces: ``/proc`` lists only the
-  sandbox's processes (``/proc/1`` is bubblewrap's reaper, whose environment is the few
-  variables below), no other kernel or grader process can be named, let alone signalled,
+- its own PID, IPC, UTS, network and (where possible) cgroup namespaces: ``/proc`` lists
+  only the sandbox's processes (``/proc/1`` is bubblewrap's reaper, whose environment is
+  ``PATH`` alone), no other kernel or grader process can be named, let alone signalled,
   and the only network is a loopback device of its own;
-- an unprivileged uid, ``no_new_privs`` and no further user namespaces. When the grader is
-  root, bubblewrap itself is started under a uid of its own (:func:`sandbox_uid`), unique
-  among the sandboxes running, so that the kernel's files are nobody else's and
-  ``RLIMIT_NPROC`` (counted per real uid; a root-owned process is exempt from it) bounds
-  this sandbox only;
+- an unprivileged uid and ``no_new_privs``. A grader that is not root gets a user
+  namespace (mapping its uid to :data:`INNER_UID`, no further user namespaces allowed).
+  A root grader instead gives the kernel a real uid of its own (:func:`sandbox_uid`),
+  unique among the sandboxes running: mapped to root, the kernel would be exempt from
+  ``RLIMIT_NPROC`` (a fork bomb unbounded), and an unprivileged bubblewrap could not reach
+  a Python installed under ``/root``;
 - read-only: ``/usr`` (with ``/bin``, ``/lib*`` as on the host), the few files of ``/etc``
   the dynamic loader needs, the Python installation (``sys.base_prefix``), the virtual
   environment (``sys.prefix``) and the ``minijit`` package the grader imported, and nothing
