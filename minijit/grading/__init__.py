@@ -19,6 +19,7 @@ One idea per module:
     notebook.py   solution/exercise notebook conventions; generate and --check
     channel.py    how the grader asks a kernel for results (user expressions + nonce)
     kernel.py     one grading kernel: start, run a cell, request, interrupt, stop
+    sandbox.py    the bubblewrap sandbox each grading kernel runs in
     runner.py     one submission, whatever it does: limits, restarts, events
     scoring.py    expected values (trusted side) and points
     gradebook.py  the batch: worker pool, progress bar, CSV, feedback files
