@@ -257,7 +257,8 @@ def test_sandbox_batch(tmp_path):
             [sys.executable, "-m", "minijit.grading", "grade", str(folder),
              "--out", str(out / "gradebook.csv"), "--feedback-dir", str(out / "feedback"),
              "--hidden-cases", str(private), "--jobs", "2", "--cell-timeout", "10",
-             "--timeout", "60", "--memory", "1.5", "--no-progress",
+             "--timeout", "60", "--memory", f"{1.5 + 0.025 * (os.cpu_count() or 1):.2f}",
+             "--no-progress",
              "--exercises", str(FIXTURES / "demo_exercises.py")],
             capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
         seconds = time.monotonic() - start

@@ -65,7 +65,8 @@ def _grade(args: argparse.Namespace) -> int:
                      feedback_dir=args.feedback_dir, hidden_cases=hidden,
                      assignment=args.assignment, jobs=args.jobs, limits=limits,
                      progress=not args.no_progress,
-                     sandbox=not args.no_sandbox and Sandbox(memory=int(args.memory * GiB)))
+                     sandbox=not args.no_sandbox and (
+                         Sandbox(memory=int(args.memory * GiB)) if args.memory else Sandbox()))
     except (GradingSetupError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -143,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="exercise module or .py file to use instead of the course's "
                          "(repeatable)")
     gr.add_argument("--no-progress", action="store_true", help="no progress bar")
-    gr.add_argument("--memory", type=float, default=4.0, metavar="GIB",
-                    help="address space each kernel's sandbox may use, in GiB (default: "
-                         "%(default)s)")
+    gr.add_argument("--memory", type=float, metavar="GIB",
+                    help="address space each kernel's sandbox may use, in GiB (default: 4, "
+                         "more on machines with over 64 cores)")
     gr.add_argument("--no-sandbox", action="store_true",
                     help="run the kernels as you, outside bubblewrap: a notebook can then "
                          "read your files and environment, harm other kernels and the "

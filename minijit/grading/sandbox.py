@@ -25,8 +25,8 @@ it. What a notebook inside can see and do:
 - the kernel channel: ZeroMQ over ``ipc`` sockets in that socket folder (mode 0700, owned
   by the sandbox's uid), with the connection file (and its HMAC key) inside it; each
   sandbox sees only its own;
-- limits set in the sandbox before the kernel starts: address space, processes, file size,
-  no core dumps.
+- limits set in the sandbox before the kernel starts: address space, processes (threads
+  included), file size, no core dumps; and the size of each writable folder.
 
 :func:`unavailable` tries a tiny sandbox and says why grading cannot be sandboxed here.
 """
@@ -38,7 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 GiB, MiB = 1 << 30, 1 << 20
@@ -62,14 +62,28 @@ INSTALL_HINT = ("Install bubblewrap (`sudo apt-get install bubblewrap` on Debian
                 "processes or disk.")
 
 
+def default_memory() -> int:
+    """4 GiB, more with many cores: the thread pools a kernel starts (OpenBLAS, Numba) take
+    about 22 MiB of address space per thread and start one per core (2.1 GiB in all with
+    64 threads, 0.7 GiB with 2)."""
+    return max(4 * GiB, 1 * GiB + 48 * MiB * (os.cpu_count() or 1))
+
+
+def default_processes() -> int:
+    """256, more with many cores: threads count, and each pool starts one per core."""
+    return max(256, 3 * (os.cpu_count() or 1) + 64)
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """Resource limits of one kernel's sandbox (bytes, processes)."""
 
-    memory: int = 4 * GiB  # RLIMIT_AS of every process in it
-    processes: int = 256  # RLIMIT_NPROC: processes and threads of the sandbox's uid
+    memory: int = field(default_factory=default_memory)  # RLIMIT_AS of each process in it
+    # RLIMIT_NPROC: the processes and threads of the sandbox's uid together
+    processes: int = field(default_factory=default_processes)
     file_size: int = 64 * MiB  # RLIMIT_FSIZE: the largest file it may write
-    tmp_size: int = 512 * MiB  # each of /tmp and the home folder (tmpfs: the grader's RAM)
+    # each of /tmp, /dev/shm and the home folder (tmpfs: they use the grader's memory)
+    tmp_size: int = 512 * MiB
 
 
 def bwrap() -> str | None:
@@ -153,6 +167,8 @@ class Command:
             a += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         # One uid lives in the sandbox: world-writable folders are its alone.
         a += ["--proc", "/proc", "--dev", "/dev",
+              # multiprocessing's semaphores (Numba's parallel backend takes one)
+              "--size", str(limits.tmp_size), "--perms", "1777", "--tmpfs", "/dev/shm",
               "--size", str(limits.tmp_size), "--perms", "1777", "--tmpfs", "/tmp",
               "--size", str(limits.tmp_size), "--perms", "0777", "--tmpfs", HOME,
               "--perms", "0777", "--dir", f"{HOME}/.ipython",
