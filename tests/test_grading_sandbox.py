@@ -82,13 +82,19 @@ def _attacks(paths: dict[str, str]) -> dict[str, tuple]:
             "import os\n"
             f"for d in [{p['solutions']}, {p['tests']}, {p['private']}, {p['out']},\n"
             f"          {p['exercises']}, {p['readme']}, {p['grader_ipython']},\n"
-            "          '/etc/shadow', '/etc/hostname', '/root/.bashrc', '/var/log']:\n"
+            f"          {p['references']}, '/etc/shadow', '/etc/hostname', '/root/.bashrc',\n"
+            "          '/var/log']:\n"
             "    try:\n"
             "        found = os.listdir(d) if os.path.isdir(d) else open(d).read(10)\n"
             "        if found:\n"
             "            leaks.append(d)\n"
             "    except OSError:\n"
-            "        pass\n"), "ok", NO_ADD),
+            "        pass\n"
+            "try:\n"
+            "    from minijit.grading.exercises import ch04_jit_and_the_cache\n"
+            "    leaks.append('the reference solutions')\n"
+            "except ImportError:\n"
+            "    pass\n"), "ok", NO_ADD),
         "read_proc_and_env": (_probe(
             "import os\n"
             f"secrets = [{p['secret']}, {p['private']}, {p['out']}]\n"
@@ -240,7 +246,8 @@ def test_sandbox_batch(tmp_path):
              "grader_ipython": str(tmp_path / "grader_ipython"), "secret": SECRET,
              "port": listener.getsockname()[1], "package": str(repo / "minijit"),
              "watch": str(tmp_path / "watched.txt"), "csv": str(out / "gradebook.csv"),
-             "marker": MARKER, "readme": str(repo / "README.md")}
+             "marker": MARKER, "readme": str(repo / "README.md"),
+             "references": str(repo / "minijit" / "grading" / "exercises")}
     attacks = _attacks(paths)
     for name, (nb, _, _) in attacks.items():
         nbformat.write(nb, folder / f"{name}.ipynb")

@@ -18,10 +18,11 @@ it. What a notebook inside can see and do:
   environment (``sys.prefix``) and the ``minijit`` package the grader imported, and nothing
   else of the grader's: an editable install binds only the package folder, never the
   repository around it (``solutions/``, ``tests/``), nor the hidden cases, the gradebook,
-  the grader's home, ``IPYTHONDIR`` or environment;
-- writable, and gone with the sandbox: a size-limited ``/tmp`` and home (``IPYTHONDIR`` is
-  an empty folder in it, so an IPython startup file written by one notebook never runs for
-  another), and the kernel's private socket folder;
+  the grader's home, ``IPYTHONDIR`` or environment; and the package's
+  ``grading/exercises/`` (reference solutions, the course's hidden cases) shows empty;
+- writable, and gone with the sandbox: a size-limited ``/tmp``, ``/dev/shm`` and home
+  (``IPYTHONDIR`` is an empty folder in it, so an IPython startup file written by one
+  notebook never runs for another), and the kernel's private socket folder;
 - the kernel channel: ZeroMQ over ``ipc`` sockets in that socket folder (mode 0700, owned
   by the sandbox's uid), with the connection file (and its HMAC key) inside it; each
   sandbox sees only its own;
@@ -184,6 +185,11 @@ class Command:
                     a += ["--perms", "0755", "--dir", str(up)]
         for tree in trees:
             a += ["--ro-bind", str(tree), str(tree)]
+        # The course's exercise modules hold the reference solutions and the hidden cases;
+        # a kernel never needs them (probes arrive as source, check() returns at once).
+        references = package_root() / "minijit" / "grading" / "exercises"
+        if references.is_dir():
+            a += ["--size", "4096", "--perms", "0555", "--tmpfs", str(references)]
         a += ["--bind", sockets, sockets, "--chdir", f"{HOME}/work", "--", python, "-c",
               _START, "-" if uid is None else str(uid), str(limits.memory),
               str(limits.processes), str(limits.file_size), "0", *inner]
