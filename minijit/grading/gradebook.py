@@ -31,6 +31,8 @@ import dataclasses
 import multiprocessing
 import os
 import re
+import shutil
+import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -149,6 +151,7 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
         pool.shutdown(wait=False, cancel_futures=True)
         raise
 
+    limits = _socket_root(limits)
     runs: dict[int, RunResult] = {}
     bar = tqdm(total=len(paths), unit="nb", desc="grading", disable=not progress)
 
@@ -206,6 +209,8 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
             pool.shutdown(wait=False, cancel_futures=True)
     finally:
         bar.close()
+        if limits.sandbox is not None:  # the socket folders, even those of killed workers
+            shutil.rmtree(limits.sandbox.sockets_in, ignore_errors=True)
         pool.shutdown(wait=False, cancel_futures=True)
         # Ctrl-C or a grader bug: the submissions not reached still get their row.
         for i in range(len(paths)):
@@ -228,6 +233,15 @@ def _with_sandbox(limits: Limits, sandbox: bool | Sandbox) -> Limits:
     if problem:
         raise GradingSetupError(f"cannot sandbox the kernels: {problem} {INSTALL_HINT}")
     return dataclasses.replace(limits, sandbox=chosen)
+
+
+def _socket_root(limits: Limits) -> Limits:
+    """One folder for the batch's socket folders, which grade() removes when it ends."""
+    if limits.sandbox is None:
+        return limits
+    sockets = tempfile.mkdtemp(prefix="minijit-sockets-", dir="/tmp")
+    return dataclasses.replace(limits, sandbox=dataclasses.replace(limits.sandbox,
+                                                                   sockets_in=sockets))
 
 
 def _failed(message: str, kind: str = "grader_error") -> RunResult:

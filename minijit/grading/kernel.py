@@ -101,7 +101,7 @@ class Kernel:
         manager: dict[str, Any] = {}
         if sandbox is not None:
             uid = sandbox_uid(next(_STARTS))
-            self.sockets = socket_folder(uid)
+            self.sockets = socket_folder(uid, sandbox.sockets_in)
             command = Command(KERNEL_ARGS, self.sockets, sandbox, uid)
             kwargs = command.popen_kwargs()
             manager = {"transport": "ipc", "ip": f"{self.sockets}/k",

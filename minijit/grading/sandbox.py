@@ -85,6 +85,9 @@ class Sandbox:
     file_size: int = 64 * MiB  # RLIMIT_FSIZE: the largest file it may write
     # each of /tmp, /dev/shm and the home folder (tmpfs: they use the grader's memory)
     tmp_size: int = 512 * MiB
+    # Where the kernels' socket folders are made: grade() makes one folder per batch and
+    # removes it at the end, with whatever a killed worker process left in it.
+    sockets_in: str = "/tmp"
 
 
 def bwrap() -> str | None:
@@ -178,7 +181,7 @@ class Command:
         # bubblewrap would create the folders above a mount point with mode 0700 (as
         # root): the kernel's uid must be able to walk through them.
         made = {Path("/"), Path("/tmp"), Path("/usr"), Path(HOME)}
-        for tree in trees:
+        for tree in [*trees, Path(sockets)]:
             for up in reversed(tree.parents):
                 if up not in made:
                     made.add(up)
@@ -217,10 +220,10 @@ os.execv(sys.executable, [sys.executable, *sys.argv[6:]])
 """
 
 
-def socket_folder(uid: int | None) -> str:
+def socket_folder(uid: int | None, parent: str = "/tmp") -> str:
     """A new private folder for one kernel's connection file and sockets: mode 0700, owned
     by the sandbox's uid. Short, since a socket path is limited to 107 bytes."""
-    folder = tempfile.mkdtemp(prefix="mj-", dir="/tmp")
+    folder = tempfile.mkdtemp(prefix="mj-", dir=parent)
     if uid is not None:
         os.chown(folder, uid, uid)
     return folder
