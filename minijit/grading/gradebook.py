@@ -7,7 +7,8 @@ The work is split by trust:
 - worker processes (a pool, ``jobs`` of them) each drive one submission's kernel at a time
   with :func:`minijit.grading.runner.run_submission`, and receive only the probes to run,
   never the expected values;
-- the kernels (untrusted) run the learner's code and the probes, and answer with plain data.
+- the kernels (untrusted) run the learner's code and the probes, and answer with plain data;
+  each runs in a sandbox of its own (:mod:`minijit.grading.sandbox`), unless ``sandbox=False``.
 
 Every submission produces a row, whatever happened: the submissions whose worker died are
 graded again one at a time, in a worker each (the one that kills its worker again gets

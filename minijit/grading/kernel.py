@@ -5,6 +5,10 @@ detection), with a client that keeps no outputs. The grader's own requests (see
 :mod:`minijit.grading.channel`) go straight through the kernel client, since nbclient has no
 way to send user expressions. Every method reports trouble as an outcome word instead of
 raising, so that :mod:`minijit.grading.runner` can decide what to do next.
+
+With ``limits.sandbox`` set, the kernel is started inside :mod:`minijit.grading.sandbox`
+(bubblewrap's command line as the kernel command, ZeroMQ over ``ipc`` sockets in the
+sandbox's private folder, interrupts as messages), and stopping it kills the sandbox.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ happened. The steps:
    Only the *source* of code cells is kept: outputs and metadata are the submitter's and
    are ignored (tags such as ``skip-execution`` too), except that an error in a cell
    tagged ``raises-exception`` is a note rather than an ``error`` status.
-2. Start a fresh kernel (the grader's own interpreter: :mod:`minijit.grading.kernel`), record the
+2. Start a fresh kernel (the grader's own interpreter, in a sandbox of its own when
+   ``limits.sandbox`` is set: :mod:`minijit.grading.kernel`), record the
    IPython transformers it starts with, then run the code cells one by one with nbclient,
    each under ``min(cell timeout, time left)``. An exception is recorded and execution goes
    on, as a learner running "all cells" would; a cell that times out is interrupted.
