@@ -151,13 +151,19 @@ def _cell_seconds(cell) -> float | None:
 
 def _outside(nb, cell_seconds: dict[int, float], began: datetime,
              ended: datetime) -> dict[str, float]:
-    times = [t for t in map(_cell_times, nb.cells) if t is not None]
+    times = sorted((t, i) for i, t in ((i, _cell_times(c)) for i, c in enumerate(nb.cells))
+                   if t is not None)
     if not times:
         return {}
-    first, last = min(t[0] for t in times), max(t[1] for t in times)
+    first, last = times[0][0][0], max(t[1] for t, _ in times)
     between = (last - first).total_seconds() - sum(cell_seconds.values())
-    return {"start": (first - began).total_seconds(), "between": max(between, 0.0),
-            "shutdown": (ended - last).total_seconds()}
+    outside = {"start": (first - began).total_seconds(), "between": max(between, 0.0),
+               "shutdown": (ended - last).total_seconds()}
+    gaps = [((t[0] - prev[1]).total_seconds(), i) for (prev, _), (t, i) in zip(times, times[1:])]
+    if gaps:
+        gap, cell = max(gaps)
+        outside[f"longest gap (before cell {cell})"] = gap
+    return outside
 
 
 def kernel_env() -> dict[str, str]:
