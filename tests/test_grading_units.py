@@ -20,7 +20,9 @@ from minijit.grading.channel import (
     ChannelError,
     ProbeCall,
     expression,
+    new_key,
     parse_reply,
+    setup_expression,
     user_expression_key,
 )
 from minijit.grading.checking import run_public_cases
@@ -93,7 +95,8 @@ def test_run_probe_turns_exceptions_into_data():
 
 
 @pytest.mark.parametrize("expected, got, ok", [
-    (1, 1, True), (1, 1.0, True), (1.0, 1.0 + 1e-12, True), (1, 2, False),
+    (1, 1, True), (1, 1.0, False), (56, 56.0000028, False), (1.0, 1, True),
+    (1.0, 1.0 + 1e-12, True), (1, 2, False),
     (True, 1, False), (1, True, False), ("a", "a", True), ([1, 2], [1, 2, 3], False),
     (float("nan"), float("nan"), True), ({"a": 1}, {"a": 1}, True), ({"a": 1}, {"b": 1}, False),
 ])
@@ -141,13 +144,15 @@ def test_channel_round_trip():
     source, name = probe_source(_probe_double)
     calls = [ProbeCall("k/0", source, name, ([1, 2],)), ProbeCall("k/1", source, name, ("x",))]
     ns = {"double": lambda x: x * 2}
-    nonce = "abc"
+    nonce, key = "abc", new_key()
+    setup = _fake_kernel_eval(setup_expression(key, nonce), ns)
+    assert setup["status"] == "ok", setup
     reply = {"status": "ok", "user_expressions": {
-        user_expression_key(nonce): _fake_kernel_eval(expression(calls, nonce), ns)}}
+        user_expression_key(nonce): _fake_kernel_eval(expression(calls, nonce, key), ns)}}
     results, env = parse_reply(reply, nonce)
     assert results["k/0"] == to_data(np.array([2, 4]))
     assert "TypeError" in results["k/1"]["__error__"]["type"]
-    assert env["replaced"] == []
+    assert env["replaced"] == [] and env["forgery"] == []
     assert set(ns) == {"double", "__builtins__"}  # nothing leaked into the namespace
 
 

@@ -11,21 +11,35 @@ reply to that request. Why this channel rather than an injected code cell:
 - The empty code of the request never runs (IPython returns early on blank cells).
 - The answer comes back in the reply to *our* message id, under a key that holds a fresh
   random nonce, and the answer must repeat the nonce; printed text cannot pass for it.
-- The probe code is shipped as source (:mod:`minijit.grading.probing`) and executed in a
-  fresh dictionary, so patching ``minijit.grading`` in the notebook changes nothing.
+
+Two kinds of request:
+
+- :func:`setup_expression`, sent once to a new kernel before any learner code runs: it
+  executes the probes' prelude (:mod:`minijit.grading.probing`, shipped as source) in a fresh
+  dictionary whose builtins are a private copy of the pristine ones, and registers the
+  prelude's ``serve`` under a key private to this kernel (see ``probing.install``).
+- :func:`expression`, one per batch of probe calls: it reaches ``serve`` without looking up
+  any name at all (the eval runs in the notebook's namespace, where a global ``__import__``
+  or ``__builtins__`` would shadow anything looked up by name): only attribute access on
+  literals and C-level descriptors, which a notebook cannot redefine. The calls travel as
+  Python literals written by :func:`literal` (no name in them either: ``inf`` is ``1e999``).
 
 What the kernel sends back is data only: the verdict is decided in the grader's process.
-This is a guard against tricks, not a sandbox: code that rewrites the kernel's own message
-handling could still forge answers (no better than copying the reference solution, which
-the course publishes). Run the grader in a container when that matters.
+This is a guard against cheap tricks, not a sandbox: code that digs the private key out of
+the kernel's memory or rewrites the kernel's own message handling could still forge answers.
+See the README's instructor's guide for what a determined student can still do.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import json
+import math
 import secrets
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,15 +47,26 @@ from . import probing
 
 PRELUDE_SOURCE = inspect.getsource(probing)
 
-# Runs in the kernel: executes the prelude in a fresh dict and calls its run_calls. Written
-# against the builtins module passed in, not names from the notebook's namespace.
+# Runs in the kernel at setup: executes the prelude in a fresh dict whose builtins are a
+# private copy, and installs it. Written against the builtins module passed in (the kernel is
+# still pristine then: no learner code has run).
 _BOOT = """
 def _minijit_boot(b, ns, payload):
-    scope = {"__name__": "minijit_grader_prelude", "__builtins__": b}
-    b.exec(b.compile(payload["prelude"], "<minijit-grader-prelude>", "exec"), scope)
-    return scope["run_calls"](ns, payload["calls"], payload["nonce"])
+    scope = {"__name__": "minijit_grader_prelude", "__builtins__": dict(b.__dict__)}
+    b.exec(b.compile(payload[0], "<minijit-grader-prelude>", "exec"), scope)
+    return scope["install"](ns, payload[1], payload[2])
 """
 
+# The globals of _frozen_importlib, reached from literals only: type(()) is tuple, its
+# metaclass is type, and type's own descriptors (mappingproxy items, C getters) give the
+# subclasses of object and each one's name without running any code of the notebook.
+# BuiltinImporter is created when the interpreter starts, so the first class of that name
+# in object.__subclasses__() is the real one; str.__eq__ is called directly so that a name
+# that is a str subclass cannot run code either.
+_REACH = ("(lambda T, E: [T.__dict__['__dict__'].__get__(c)['find_spec'].__func__.__globals__"
+          " for c in T.__dict__['__subclasses__'](T.__dict__['__base__'].__get__(().__class__))"
+          " if E('BuiltinImporter', T.__dict__['__name__'].__get__(c))][0])"
+          "(().__class__.__class__, ''.__class__.__dict__['__eq__'])")
 
 @dataclass(frozen=True)
 class ProbeCall:
@@ -61,20 +86,77 @@ def new_nonce() -> str:
     return secrets.token_hex(16)
 
 
-def expression(calls: list[ProbeCall] | tuple[ProbeCall, ...], nonce: str) -> str:
-    """The user expression that runs ``calls`` in the kernel and returns their results."""
-    payload = {
-        "nonce": nonce,
-        "prelude": PRELUDE_SOURCE,
-        "calls": [[c.key, c.source, c.name, list(c.args)] for c in calls],
-    }
-    # repr() of plain data is a Python literal; the payload is never JSON-decoded in the
-    # kernel, so a patched json module there is irrelevant.
+def new_key() -> str:
+    """A kernel's private key for the installed prelude (fresh for each kernel)."""
+    return "_minijit_grader_" + secrets.token_hex(12)
+
+
+def literal(value: Any) -> str:
+    """Python source for plain data that evaluates without looking up a name.
+
+    ``repr`` would write ``inf`` and ``nan`` (names, which the notebook could define) and
+    ``np.float64(1.5)`` for a NumPy scalar: arguments must be plain data (registry checks
+    that at setup), and non-finite floats are written as ``1e999`` arithmetic.
+    """
+    t = type(value)
+    if value is None or t is bool:
+        return repr(value)
+    if t is int:
+        return int.__repr__(value)
+    if t is float:
+        if math.isnan(value):
+            return "(1e999-1e999)"
+        if math.isinf(value):
+            return "1e999" if value > 0 else "(-1e999)"
+        return float.__repr__(value)
+    if t is str or t is bytes:
+        return repr(value)
+    if t is list:
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if t is tuple:
+        return "(" + "".join(literal(v) + ", " for v in value) + ")"
+    if t is dict:
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"not plain data: {t.__name__}")
+
+
+def setup_expression(key: str, nonce: str) -> str:
+    """The user expression that installs the prelude in a fresh kernel (see the docstring)."""
+    payload = (PRELUDE_SOURCE, key, nonce)
     return (
         "(lambda b, boot: (b.exec(b.compile(boot, '<minijit-grader>', 'exec'), d := {}),"
         f" d['_minijit_boot'](b, b.globals(), {payload!r}))[1])"
         f"(__import__('builtins'), {_BOOT!r})"
     )
+
+
+def expression(calls: list[ProbeCall] | tuple[ProbeCall, ...], nonce: str, key: str,
+               guard: bool = True) -> str:
+    """The user expression that runs ``calls`` with the prelude installed under ``key``."""
+    payload = (nonce, guard, tuple((c.key, c.source, c.name, tuple(c.args)) for c in calls))
+    # (lambda: 0).__globals__ is the namespace the expression is evaluated in: the notebook's.
+    return f"{_REACH}[{key!r}]({literal(payload)}, (lambda: 0).__globals__)"
+
+
+def run_locally(calls: list[ProbeCall] | tuple[ProbeCall, ...], namespace: Mapping[str, Any]
+                ) -> dict[str, Any]:
+    """Run ``calls`` as a kernel would, in this process, against ``namespace``.
+
+    Same prelude source, same probe sources, same literals: a probe that works here works
+    in a kernel. Used to compute expected values and to check probes at setup. No guard:
+    the trace hooks of this process (a debugger, coverage) are left alone.
+    """
+    ns = dict(namespace)
+    ns.setdefault("__builtins__", builtins)
+    key, nonce = new_key(), new_nonce()
+    boot = vars(sys.modules["_frozen_importlib"])
+    try:
+        eval(setup_expression(key, nonce), ns)  # noqa: S307 - our own expression
+        text = eval(expression(calls, nonce, key, guard=False), ns)  # noqa: S307
+    finally:
+        boot.pop(key, None)
+    data = json.loads(text)
+    return data["results"]
 
 
 def user_expression_key(nonce: str) -> str:

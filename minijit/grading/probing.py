@@ -17,14 +17,30 @@ same rule: they may use the names defined here (``np``, ``get``, ``to_data``, ``
 Nothing here decides pass or fail. Results are serialised by :func:`encode` (our own tiny
 JSON writer, so a patched ``json`` module in the kernel changes nothing) and compared in the
 grader's process, against expected values the kernel never sees.
+
+Errors carry their origin. A probe's own failure (a name the learner must define is missing,
+a result that is not plain data, :class:`ProbeFailure` raised by a probe's own check) is
+marked ``"origin": "probe"``; :func:`minijit.grading.cases.compare` never lets such a record
+match a case that expects the learner's code to raise. The origin is decided from the
+innermost frame of the traceback (a frame of the probe's or the prelude's own code), which
+the learner's code cannot reach: code of theirs that raises is always the innermost frame.
+
+In a grading kernel (see :mod:`minijit.grading.channel`) the prelude is installed once, by
+:func:`install`, before any of the learner's code runs. It keeps a private copy of the
+builtins and the pristine hooks of ``sys`` and ``threading``, so that later requests run with
+what the kernel started with, whatever the notebook replaced; :func:`serve` then answers each
+request, reporting the cheap forgeries it finds (:func:`forgery_report`) and serialising each
+result the moment its probe returns.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import math
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -42,6 +58,27 @@ _GRADABLE_KINDS = "biuf"
 
 class NotGradable(TypeError):
     """A probe produced something that is not plain data (an unknown object, say)."""
+
+
+class ProbeFailure(Exception):
+    """Raised by a probe about its own checks (the learner's result has the wrong type, say).
+
+    Its records are marked ``"origin": "probe"`` and never count as the learner's code
+    raising. In a kernel the class is created afresh by each installed prelude, so the
+    learner's code has no cheap way to raise it.
+    """
+
+
+class ProbeTimeLimit(BaseException):
+    """A case ran past its time limit (``check()`` in the notebook). A BaseException, so
+    that the learner's ``except Exception`` cannot swallow it."""
+
+
+# Exceptions that are always the probe's own failure, whatever frame raised them.
+_PROBE_ERRORS = (NotGradable, ProbeFailure, ProbeTimeLimit)
+# Names of dicts that stand for arrays and errors in plain data: a learner's result may not
+# use them, or a dict returned by their code could pass for an error it never raised.
+_RESERVED_KEYS = ({"__array__"}, {"__error__"})
 
 
 def get(ns: Mapping[str, Any], name: str) -> Any:
@@ -71,10 +108,14 @@ def to_data(value: Any, _depth: int = 0) -> Any:
     if t is float:
         return value
     if isinstance(value, (np.ndarray, np.generic)):
-        return _array_data(np.asarray(value))
+        # A base-class copy: a subclass's properties (dtype, shape) are never consulted.
+        return _array_data(np.array(value, copy=True, subok=False))
     if t is list or t is tuple:
         return [to_data(v, _depth + 1) for v in value]
     if t is dict:
+        if set(value) in _RESERVED_KEYS:
+            raise NotGradable(f"a dict with the single key {next(iter(value))!r} is reserved "
+                              "for the grader")
         out = {}
         for k, v in value.items():
             if type(k) is not str:
@@ -95,17 +136,38 @@ def _array_data(a: np.ndarray) -> dict:
                           "data": np.ndarray.tolist(a)}}
 
 
-def error_data(exc: BaseException) -> dict:
-    """Plain-data description of an exception raised by the learner's code."""
+def _own_files(probe: Any) -> frozenset:
+    """File names of the code that is the probe's own: the probe's and the prelude's."""
+    code = getattr(probe, "__code__", None)
+    names = {get.__code__.co_filename}
+    if code is not None:
+        names.add(code.co_filename)
+    return frozenset(names)
+
+
+def _text(value: Any, limit: int) -> str:
+    # str.__str__ gives an exact str even for a str subclass with its own methods.
+    try:
+        return str.__str__(value)[:limit] if isinstance(value, str) else str(value)[:limit]
+    except Exception:  # noqa: BLE001 - an unprintable message is still an error
+        return "<unprintable>"
+
+
+def error_data(exc: BaseException, own_files: frozenset = frozenset()) -> dict:
+    """Plain-data description of an exception, marked ``"origin": "probe"`` when it is the
+    probe's own failure (see the module docstring) rather than the learner's code raising."""
     # Walk the traceback to the innermost frame so feedback can name the learner's line.
     line = ""
     tb = exc.__traceback__
     frames = traceback.extract_tb(tb) if tb is not None else []
+    innermost = frames[-1].filename if frames else None
     if frames:
-        last = frames[-1]
-        line = (last.line or "").strip()
-    return {"__error__": {"type": type(exc).__name__, "message": str(exc)[:2000],
-                          "line": line[:300]}}
+        line = (frames[-1].line or "").strip()
+    record = {"type": _text(type.__dict__["__name__"].__get__(type(exc)), 200),
+              "message": _text(exc, 2000), "line": line[:300]}
+    if isinstance(exc, _PROBE_ERRORS) or innermost in own_files or innermost is None:
+        record["origin"] = "probe"
+    return {"__error__": record}
 
 
 class _BoundedText(io.StringIO):
@@ -140,7 +202,35 @@ def run_probe(probe: Callable[..., Any], ns: Mapping[str, Any], args: Any) -> An
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - see the docstring
-        return error_data(exc)
+        return error_data(exc, _own_files(probe))
+
+
+def probe_text(probe: Callable[..., Any], ns: Mapping[str, Any], args: Any) -> str:
+    """Run one probe and return its result already serialised (JSON text).
+
+    The text is made while the learner's result is still referenced here and with the
+    garbage collector off, so no ``__del__`` of theirs runs between the probe returning and
+    the result becoming an immutable string: what such a hook finds later cannot change it.
+    """
+    value = None
+    try:
+        with contextlib.redirect_stdout(_BoundedText()), contextlib.redirect_stderr(
+            _BoundedText()
+        ):
+            value = probe(ns, *args)
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            text = encode(to_data(value))
+        finally:
+            if was_enabled:
+                gc.enable()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - see run_probe
+        text = encode(error_data(exc, _own_files(probe)))
+    del value
+    return text
 
 
 # ----------------------------------------------------------------------------------------
@@ -218,17 +308,112 @@ def _quote(s: str) -> str:
 # ----------------------------------------------------------------------------------------
 
 
+# Builtins the prelude and the probes rely on, and a notebook could wrap to forge results.
+GUARDED_BUILTINS = (
+    "__import__", "exec", "eval", "compile", "isinstance", "issubclass", "type", "getattr",
+    "setattr", "hasattr", "len", "repr", "str", "int", "float", "bool", "list", "tuple",
+    "dict", "set", "object", "iter", "next", "vars", "globals", "locals", "id", "hash",
+    "callable", "super", "print", "range", "enumerate", "zip", "sorted", "min", "max", "abs",
+    "sum", "any", "all", "round", "BaseException", "Exception", "KeyboardInterrupt",
+)
+# Prefixes of modules a notebook must not import: the course's reference solutions, and
+# exercise or hidden-case files the grader loaded from paths.
+REFERENCE_PREFIXES = ("minijit.grading.exercises.", "_minijit_grading_ext_")
+# Every phrase forgery_report() and disarm() may report: the grader shows no other text from
+# a kernel once hidden cases were sent there.
+FORGERY_PHRASES = frozenset(
+    [f"builtins.{name} replaced" for name in GUARDED_BUILTINS]
+    + ["a global named __import__", "a global named __builtins__", "a sys.settrace hook",
+       "a sys.setprofile hook", "a threading.settrace hook", "a threading.setprofile hook"])
+# Set by install(): what the kernel started with (see the module docstring).
+_PRISTINE: dict = {}
+
+
+def install(ns: Mapping[str, Any], key: str, nonce: str) -> str:
+    """Set up the grader inside a fresh kernel, before any learner code; return the report.
+
+    Keeps the pristine builtins, ``sys``/``threading`` hooks and the namespace's own
+    ``__builtins__``, and registers :func:`serve` under ``key`` in the globals of
+    ``_frozen_importlib`` (where :mod:`minijit.grading.channel` reaches it without looking up
+    a single name the notebook could shadow).
+    """
+    import builtins
+
+    _PRISTINE.update(
+        builtins_module=builtins, builtins=dict(vars(builtins)),
+        ns_builtins=ns.get("__builtins__"), ns_import="__import__" in ns,
+        settrace=sys.settrace, setprofile=sys.setprofile, gettrace=sys.gettrace,
+        getprofile=sys.getprofile, trace=sys.gettrace(), profile=sys.getprofile(),
+        threading=threading, thread_trace=getattr(threading, "_trace_hook", None),
+        thread_profile=getattr(threading, "_profile_hook", None),
+        modules=sys.modules, shell=_shell(ns))
+    vars(sys.modules["_frozen_importlib"])[key] = serve
+    return encode({"nonce": nonce, "results": {}, "env": environment_report(ns)})
+
+
+def _shell(ns: Mapping[str, Any]) -> Any:
+    get_ipython = ns.get("get_ipython")
+    try:
+        return get_ipython() if callable(get_ipython) else None
+    except Exception:  # noqa: BLE001 - no shell: the transformer counts are unavailable
+        return None
+
+
+def disarm(found: set) -> None:
+    """Put back the trace and profile hooks the kernel started with, noting any other."""
+    p = _PRISTINE
+    if p["gettrace"]() is not p["trace"]:
+        found.add("a sys.settrace hook")
+        p["settrace"](p["trace"])
+    if p["getprofile"]() is not p["profile"]:
+        found.add("a sys.setprofile hook")
+        p["setprofile"](p["profile"])
+    th = p["threading"]
+    for attr, word, phrase in (("_trace_hook", "thread_trace", "a threading.settrace hook"),
+                               ("_profile_hook", "thread_profile",
+                                "a threading.setprofile hook")):
+        if vars(th).get(attr) is not p[word]:
+            found.add(phrase)
+            vars(th)[attr] = p[word]
+
+
+def forgery_report(ns: Mapping[str, Any], found: set) -> None:
+    """Add to ``found`` what a notebook changed to forge results (fixed phrases only)."""
+    p = _PRISTINE
+    if "__import__" in ns and not p["ns_import"]:
+        found.add("a global named __import__")
+    if ns.get("__builtins__") is not p["ns_builtins"]:
+        found.add("a global named __builtins__")
+    current = vars(p["builtins_module"])
+    for name in GUARDED_BUILTINS:
+        if current.get(name) is not p["builtins"].get(name):
+            found.add(f"builtins.{name} replaced")
+
+
+def reference_modules() -> list:
+    """Names of the grader's reference or exercise modules the notebook imported."""
+    found = []
+    for name in list(_PRISTINE.get("modules", sys.modules)):
+        if type(name) is str and name.startswith(REFERENCE_PREFIXES):
+            found.append(name[:80])
+    package = _PRISTINE.get("modules", sys.modules).get("minijit.grading.exercises")
+    for attr, value in list(vars(package).items()) if package is not None else ():
+        if type(attr) is str and type(value).__name__ == "module" and not attr.startswith("_"):
+            found.append(f"minijit.grading.exercises.{attr[:40]}")
+    return sorted(set(found))
+
+
 def environment_report(ns: Mapping[str, Any]) -> dict:
     """What a notebook may have changed that matters to grading, as plain data.
 
     Counts of IPython's input and AST transformers (compared by the grader against the
-    counts before any learner code ran), and the names of ``minijit.grading`` functions
-    that were replaced by functions defined in the notebook.
+    counts before any learner code ran), the names of ``minijit.grading`` functions
+    that were replaced by functions defined in the notebook, the grader's reference modules
+    it imported, and (once :func:`install` ran) the forgeries of :func:`forgery_report`.
     """
-    report: dict = {"transformers": None, "replaced": []}
-    get_ipython = ns.get("get_ipython")
+    report: dict = {"transformers": None, "replaced": [], "forgery": [], "references": []}
+    shell = _PRISTINE.get("shell") or _shell(ns)
     try:
-        shell = get_ipython() if callable(get_ipython) else None
         if shell is not None:
             report["transformers"] = [
                 len(shell.input_transformers_cleanup),
@@ -242,35 +427,52 @@ def environment_report(ns: Mapping[str, Any]) -> dict:
     if user_check is not None and getattr(user_check, "__globals__", None) is ns:
         replaced.append("check (redefined in the notebook)")
     for mod_name, mod in list(sys.modules.items()):
-        if not mod_name.startswith("minijit.grading") or mod is None:
+        if type(mod_name) is not str or not mod_name.startswith("minijit.grading") or mod is None:
             continue
         for attr, obj in list(vars(mod).items()):
             # A function that lives in the notebook's namespace was put there by the notebook.
             if getattr(obj, "__globals__", None) is ns:
-                replaced.append(f"{mod_name}.{attr}")
+                replaced.append(f"{mod_name}.{attr}"[:120])
     report["replaced"] = replaced
+    report["references"] = reference_modules()
+    if _PRISTINE:
+        found: set = set()
+        forgery_report(ns, found)
+        report["forgery"] = sorted(found)
     return report
 
 
-def run_calls(ns: Mapping[str, Any], calls: list, nonce: str) -> str:
-    """Run ``calls`` (``[key, probe source, probe name, args]``) and return encoded results.
+def serve(payload: tuple, ns: Mapping[str, Any]) -> str:
+    """Answer one grader request: ``payload`` is ``(nonce, guard, calls)``, each call
+    ``(key, probe source, probe name, args)``; return the answer as JSON text.
 
-    Each probe source is executed in a copy of this module's own namespace, so probes see
-    only the prelude, never the learner's globals, except through ``ns``.
+    With ``guard`` (always, in a kernel), trace and profile hooks are put back to what the
+    kernel started with before the first probe and after each one, and the forgeries found
+    on the way are reported. Each probe source is executed in a copy of this module's
+    namespace, so probes see only the prelude, never the learner's globals except through
+    ``ns``. Each result is serialised as its probe returns and kept in an immutable string.
     """
+    nonce, guard, calls = payload
+    found: set = set()
+    if guard:
+        disarm(found)
+        forgery_report(ns, found)
     prelude = dict(globals())
-    results = {}
+    parts = ()
     for key, source, name, args in calls:
         scope = dict(prelude)
         try:
             exec(compile(source, f"<probe {name}>", "exec"), scope)
-            results[key] = run_probe(scope[name], ns, args)
+            text = probe_text(scope[name], ns, args)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - reported as the case's result
-            results[key] = error_data(exc)
-    payload = {"nonce": nonce, "results": results, "env": environment_report(ns)}
-    try:
-        return encode(payload)
-    except NotGradable as exc:  # pragma: no cover - to_data already guarantees plain data
-        return encode({"nonce": nonce, "results": {}, "env": {}, "error": str(exc)})
+            text = encode(error_data(exc, frozenset({f"<probe {name}>"})))
+        parts = parts + (_quote(key) + ":" + text,)
+        if guard:
+            disarm(found)
+            forgery_report(ns, found)
+    env = environment_report(ns)
+    env["forgery"] = sorted(found | set(env["forgery"]))
+    return ('{"nonce":' + _quote(nonce) + ',"results":{' + ",".join(parts) + '},"env":'
+            + encode(env) + "}")

@@ -14,21 +14,30 @@ probe with new arguments; a custom probe is a top-level function in that file th
 the probe rules in :mod:`minijit.grading.probing`. An unknown exercise id is an error: a typo
 must not silently drop cases.
 
+Case arguments are literal data (:func:`literal_args`): they travel to the kernel as Python
+literals, never evaluated in the learner's namespace, so ``None``, bools, ints, floats
+(``inf`` and ``nan`` included), strings, bytes, and lists, tuples and dicts of those. NumPy
+scalars are turned into Python scalars; NumPy arrays are refused with a message that says to
+pass ``.tolist()`` (a silent conversion would drop the dtype the instructor meant).
+
 Loading is lazy: importing :mod:`minijit.grading` imports none of this, and only the
 exercise modules import the minijit core (for their reference solutions).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.util
+import math
 import os
 import sys
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from .cases import Case, Exercise
 
@@ -66,7 +75,16 @@ def load_module(spec: str) -> ModuleType:
         module = importlib.util.module_from_spec(module_spec)
         # Registered before running so that inspect.getsource finds the probes' source.
         sys.modules[name] = module
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except SyntaxError as exc:
+            del sys.modules[name]
+            where = f"{exc.filename or path}:{exc.lineno}" if exc.lineno else str(path)
+            raise RegistryError(f"{where}: SyntaxError: {exc.msg}") from None
+        except Exception as exc:
+            del sys.modules[name]
+            raise RegistryError(f"{path}: loading it raised {type(exc).__name__}: {exc}"
+                                ) from exc
         return module
     return importlib.import_module(spec)
 
@@ -124,5 +142,45 @@ def load_hidden_cases(folder: str | os.PathLike, exercises: dict[str, Exercise]
             for case in cases:
                 if not isinstance(case, Case):
                     raise RegistryError(f"{path}: {case!r} is not a Case")
+                literal_args(case.args, f"{path}: {ex_id} case {case.name!r}")
             extra.setdefault(ex_id, []).extend(cases)
     return {k: tuple(v) for k, v in extra.items()}
+
+
+def literal_args(args: Any, where: str) -> tuple:
+    """``args`` as literal data (NumPy scalars made Python scalars), or RegistryError.
+
+    Each leaf must survive ``ast.literal_eval(repr(x)) == x``, except non-finite floats,
+    which the channel writes itself (see :func:`minijit.grading.channel.literal`).
+    """
+    if type(args) not in (tuple, list):
+        raise RegistryError(f"{where}: args must be a tuple, got {type(args).__name__}")
+    return tuple(_literal(a, f"{where}: argument {i + 1}") for i, a in enumerate(args))
+
+
+def _literal(value: Any, where: str) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        raise RegistryError(f"{where} is a NumPy array; pass plain data instead, e.g. "
+                            f"{value.tolist()!r}"[:300] + " (x.tolist()), and let the probe "
+                            "build the array with the dtype it needs")
+    if isinstance(value, np.generic):
+        value = value.item()
+    t = type(value)
+    if t is list or t is tuple:
+        return t(_literal(v, f"{where}[{i}]") for i, v in enumerate(value))
+    if t is dict:
+        return {_literal(k, f"{where} key"): _literal(v, f"{where}[{k!r}]")
+                for k, v in value.items()}
+    if t is float and not math.isfinite(value):
+        return value
+    if value is None or t in (bool, int, float, str, bytes):
+        try:
+            same = ast.literal_eval(repr(value)) == value
+        except (ValueError, SyntaxError):
+            same = False
+        if same:
+            return value
+    raise RegistryError(f"{where} is not literal data ({t.__name__}: {value!r:.60}); use "
+                        "None, bools, numbers, strings, and lists, tuples or dicts of them")

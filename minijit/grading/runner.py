@@ -15,7 +15,15 @@ happened. The steps:
    each under ``min(cell timeout, time left)``. An exception is recorded and execution goes
    on, as a learner running "all cells" would; a cell that times out is interrupted.
 3. Run each exercise's probes through :mod:`minijit.grading.channel`, one request per
-   exercise, so that a probe that loops or kills the kernel costs only that exercise.
+   exercise, so that a probe that loops or kills the kernel costs only that exercise: first
+   the public cases of every exercise, then the hidden ones. A new kernel is set up (the
+   prelude installed, the pristine builtins and hooks kept) before any cell runs.
+   Once hidden cases were sent to a kernel, nothing it says reaches the events (and so the
+   gradebook and feedback) but fixed phrases: code of the notebook that reads the hidden
+   arguments during a hidden probe (walking the stack, ``gc.get_objects()``) has no way to
+   put them anywhere the student will see. Hidden results are raw values, compared here.
+   A notebook that imported the grader's reference solutions gets no points (status
+   ``tampered``): its answers may be the references'.
 4. If the kernel dies (``os._exit``, a segfault) or stops answering (a loop that swallows
    ``KeyboardInterrupt``), start a new one and replay the cells, skipping the culprit, then
    go on with the exercises not yet graded. At most ``limits.max_kernel_starts`` kernels.
@@ -36,10 +44,19 @@ from typing import Any
 
 import nbformat
 
-from .channel import ChannelError, ProbeCall, expression, new_nonce, parse_reply
+from .channel import (
+    ChannelError,
+    ProbeCall,
+    expression,
+    new_key,
+    new_nonce,
+    parse_reply,
+    setup_expression,
+)
 from .channel import user_expression_key as _key
 from .kernel import Kernel, first_line
 from .notebook import check_call, exercise_header
+from .probing import FORGERY_PHRASES
 from .sandbox import Sandbox
 
 # Status words, worst first. A submission's status is the worst event it produced.
@@ -50,10 +67,12 @@ NOTE = "note"  # informative events that do not change the status (e.g. "not att
 
 @dataclass(frozen=True)
 class ExercisePlan:
-    """What to run for one exercise: its probe calls, nothing secret."""
+    """What to run for one exercise: its probe calls (public ones in ``calls``, hidden and
+    private ones in ``hidden``), no expected value."""
 
     id: str
     calls: tuple[ProbeCall, ...]
+    hidden: tuple[ProbeCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +102,8 @@ class RunResult:
     outcome: dict[str, str] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     seconds: float = 0.0
+    # The notebook imported the grader's reference solutions: no exercise of it counts.
+    voided: bool = False
 
     def add(self, kind: str, message: str) -> None:
         if Event(kind, message) not in self.events:
@@ -150,12 +171,28 @@ def _label(sources: list[str], index: int) -> str:
     return where
 
 
-def _env_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def _env_changes(before: dict[str, Any], after: dict[str, Any], hidden: bool = False
+                 ) -> list[str]:
+    """What changed since the kernel was set up, in words; with ``hidden`` (the report
+    came after hidden cases were sent), fixed phrases only."""
     found = []
     if before.get("transformers") != after.get("transformers"):
         found.append("the notebook installed IPython input or AST transformers")
-    for name in after.get("replaced", []):
-        found.append(f"the notebook replaced {name}")
+    replaced = [n for n in after.get("replaced", []) if isinstance(n, str)]
+    if replaced and hidden:
+        found.append("the notebook replaced minijit.grading functions during the hidden tests")
+    else:
+        found += [f"the notebook replaced {name}" for name in replaced]
+    for phrase in after.get("forgery", []):
+        if phrase in FORGERY_PHRASES:
+            found.append(f"the notebook forged the grader's environment: {phrase}")
+        else:
+            found.append("the notebook forged the grader's environment")
+    references = [n for n in after.get("references", []) if isinstance(n, str)]
+    if references and references != before.get("references"):
+        names = "" if hidden else f" ({', '.join(references)[:200]})"
+        found.append(f"the notebook imported the grader's reference solutions{names}; its "
+                     "exercises score 0")
     return found
 
 
@@ -177,7 +214,8 @@ async def _run(path: str, plan: tuple[ExercisePlan, ...], limits: Limits,
 
     skip: set[int] = set()
     seen: set[int] = set()
-    pending = [ex for ex in plan]
+    # All public cases before any hidden one (see the module docstring).
+    pending = [(ex, False) for ex in plan] + [(ex, True) for ex in plan if ex.hidden]
     cwd = tempfile.mkdtemp(prefix="minijit-grade-")
     try:
         for _ in range(limits.max_kernel_starts):
@@ -193,11 +231,15 @@ async def _run(path: str, plan: tuple[ExercisePlan, ...], limits: Limits,
             result.add("kernel_died", f"gave up after {limits.max_kernel_starts} kernels")
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
-    for ex in pending:
+    for ex, _hidden in pending:
         result.outcome.setdefault(ex.id, "not_run")
+    if result.voided:
+        for ex in plan:
+            result.outcome[ex.id] = "tampered"
 
 
-async def _attempt(kernel: Kernel, cells: list[SubmittedCell], pending: list[ExercisePlan],
+async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
+                   pending: list[tuple[ExercisePlan, bool]],
                    skip: set[int], seen: set[int], limits: Limits, deadline: float,
                    result: RunResult) -> bool:
     """One kernel's worth of work; True when a new kernel is needed to go on."""
@@ -219,7 +261,8 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell], pending: list[Exe
         result.add("grader_error", f"the kernel did not start: {type(exc).__name__}: {exc}")
         return False
 
-    baseline = await _environment(kernel, min(limits.cell_timeout, max(left(), 0.1)))
+    key = new_key()
+    baseline = await _environment(kernel, key, min(limits.cell_timeout, max(left(), 0.1)))
     if baseline is None:
         result.add("grader_error", "the new kernel did not answer")
         return False
@@ -265,16 +308,19 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell], pending: list[Exe
             return True
         elif outcome == "broken":
             skip.add(i)
-            result.add("tampered", f"after {label} the kernel's messages could not be read "
-                                   f"({detail[:80]}); it was restarted without that cell")
+            # a replay after hidden cases were sent says nothing in the kernel's words
+            why = "" if pending and pending[0][1] else f" ({detail[:80]})"
+            result.add("tampered", f"after {label} the kernel's messages could not be read"
+                                   f"{why}; it was restarted without that cell")
             return True
 
     while pending:
-        ex = pending[0]
+        ex, hidden = pending[0]
         if out_of_time():
             return False
+        calls = ex.hidden if hidden else ex.calls
         nonce = new_nonce()
-        reply = await kernel.request({_key(nonce): expression(ex.calls, nonce)},
+        reply = await kernel.request({_key(nonce): expression(calls, nonce, key)},
                                      min(limits.cell_timeout, left()))
         pending.pop(0)
         if reply == "timeout":
@@ -295,19 +341,25 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell], pending: list[Exe
             results, env = parse_reply(reply, nonce)
         except ChannelError as exc:
             result.outcome[ex.id] = "tampered"
-            result.add("tampered", f"{ex.id}: {exc}")
+            # the kernel's own words (an exception's message) could carry hidden arguments
+            why = "the answer to the hidden tests could not be read" if hidden else str(exc)
+            result.add("tampered", f"{ex.id}: {why}")
             continue
-        for change in _env_changes(baseline, env):
+        for change in _env_changes(baseline, env, hidden):
             result.add("tampered", change)
-        expected_keys = {c.key for c in ex.calls}
+        if env.get("references"):
+            result.voided = True
+        expected_keys = {c.key for c in calls}
         result.results.update({k: v for k, v in results.items() if k in expected_keys})
-        result.outcome[ex.id] = "ran"
+        # an exercise whose public request failed stays failed
+        result.outcome.setdefault(ex.id, "ran")
     return False
 
 
-async def _environment(kernel: Kernel, timeout: float) -> dict[str, Any] | None:
+async def _environment(kernel: Kernel, key: str, timeout: float) -> dict[str, Any] | None:
+    """Set up a fresh kernel (the prelude installed under ``key``); its first report."""
     nonce = new_nonce()
-    reply = await kernel.request({_key(nonce): expression((), nonce)}, timeout)
+    reply = await kernel.request({_key(nonce): setup_expression(key, nonce)}, timeout)
     if not isinstance(reply, dict):
         return None
     try:

@@ -2,8 +2,12 @@
 
 :func:`build_plan` runs each case's probe on the exercise's reference solution, here in the
 grader's process, and keeps the expected values; the kernels only ever receive the probes
-(:class:`~minijit.grading.runner.ExercisePlan`). :func:`score_exercise` compares what a
-kernel sent back with those values, on plain data (:func:`minijit.grading.cases.compare`).
+(:class:`~minijit.grading.runner.ExercisePlan`). Each probe runs *as shipped*: its source and
+its arguments go through :func:`minijit.grading.channel.run_locally`, the very code path of a
+kernel, so a probe that calls a helper of its own file (not shipped with it), or arguments
+that are not literal data, fail here, before grading starts, with one clear line.
+:func:`score_exercise` compares what a kernel sent back with those values, on plain data
+(:func:`minijit.grading.cases.compare`).
 
 An exercise earns ``points * passed cases / all cases``, public and hidden together,
 rounded to 2 decimals: partial credit, but a hard-coded answer to the public cases still
@@ -24,9 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cases import PITFALL, SECTION, Case, Exercise, compare, not_attempted, probe_source
-from .channel import ProbeCall
-from .probing import run_probe
+from .cases import (
+    PITFALL,
+    SECTION,
+    Case,
+    Exercise,
+    compare,
+    describe,
+    error_of,
+    not_attempted,
+    probe_source,
+)
+from .channel import ProbeCall, run_locally
+from .registry import RegistryError, literal_args
 from .runner import ExercisePlan, RunResult
 
 
@@ -57,7 +71,9 @@ class Plan:
 def build_plan(exercises: Sequence[Exercise],
                extra_hidden: dict[str, tuple[Case, ...]] | None = None) -> Plan:
     """Probe calls and expected values for ``exercises``; raises GradingSetupError when a
-    reference solution fails or a probe cannot be shipped."""
+    reference solution fails, a probe cannot be shipped or fails as shipped, a case's
+    arguments are not literal data, or the reference does not pass a case with a literal
+    expected value."""
     extra_hidden = extra_hidden or {}
     probes, expected, infos = [], {}, {}
     for ex in exercises:
@@ -65,27 +81,50 @@ def build_plan(exercises: Sequence[Exercise],
             reference = ex.reference()
         except Exception as exc:  # noqa: BLE001 - reported with the exercise's name
             raise GradingSetupError(f"{ex.id}: the reference solution failed: {exc!r}") from exc
-        calls = []
+        calls, hidden, cases = [], [], {}
         for key, case, public in ex.cases(extra_hidden.get(ex.id, ())):
             probe = ex.probe_for(case)
             try:
                 source, name = probe_source(probe)
+                args = literal_args(case.args, f"{key} ({case.name})")
             except (TypeError, OSError) as exc:
                 raise GradingSetupError(f"{key} ({case.name}): {exc}") from exc
-            if case.has_literal_expected:
-                expected[key] = case.expected
-            else:
-                expected[key] = run_probe(probe, reference, case.args)
-                if isinstance(expected[key], dict) and "__error__" in expected[key]:
-                    err = expected[key]["__error__"]
-                    raise GradingSetupError(
-                        f"{key} ({case.name}): the reference raised {err['type']}: "
-                        f"{err['message']}; give the case a literal expected=raises(...) if "
-                        "raising is the point")
-            calls.append(ProbeCall(key, source, name, tuple(case.args)))
+            except RegistryError as exc:
+                raise GradingSetupError(str(exc)) from None
+            call = ProbeCall(key, source, name, args)
+            (calls if public else hidden).append(call)
+            cases[key] = case
             infos[key] = CaseInfo(ex, case, public)
-        probes.append(ExercisePlan(ex.id, tuple(calls)))
+        shipped = run_locally(calls + hidden, reference)
+        for call in calls + hidden:
+            expected[call.key] = _expected(call, cases[call.key], shipped.get(call.key))
+        probes.append(ExercisePlan(ex.id, tuple(calls), tuple(hidden)))
     return Plan(tuple(exercises), tuple(probes), expected, infos)
+
+
+def _expected(call: ProbeCall, case: Case, got: Any) -> Any:
+    """The expected value of one case, from the shipped probe's run on the reference."""
+    where = f"{call.key} ({case.name})"
+    err = error_of(got)
+    if err is not None and err.get("origin") == "probe":
+        if err.get("type") == "NameError" and "run the exercise cell" not in err["message"]:
+            missing = err["message"].split("'")[1] if "'" in err["message"] else "a name"
+            raise GradingSetupError(
+                f"{where}: probe {call.name} uses {missing}, which is not shipped with it "
+                "(a probe may use only the prelude's names and what it imports in its body)")
+        raise GradingSetupError(f"{where}: probe {call.name} fails on the reference: "
+                                f"{err['type']}: {err['message']}")
+    if case.has_literal_expected:
+        reason = compare(case.expected, got, case.rtol, case.atol)
+        if reason is not None:
+            raise GradingSetupError(f"{where}: the reference does not pass its own case "
+                                    f"({reason}; it gave {describe(got)})")
+        return case.expected
+    if err is not None:
+        raise GradingSetupError(
+            f"{where}: the reference raised {err['type']}: {err['message']}; give the case a "
+            "literal expected=raises(...) if raising is the point")
+    return got
 
 
 # ----------------------------------------------------------------------------------------
