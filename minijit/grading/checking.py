@@ -2,10 +2,19 @@
 
 Runs the exercise's *public* cases in the learner's own kernel, against the notebook's
 globals, and shows one row per case: pass or fail, expected vs got, and for a failure a hint.
-The expected values come from the exercise's reference solution, run here too; that is fine
-because this is the learner's own feedback, not a grade. Grades come from the batch grader,
-which runs the same probes in an isolated kernel and compares outside it (see
+The expected values reach it as data: a case's literal (the student release stores them),
+or values computed by the reference solution in a separate interpreter
+(:mod:`minijit.grading.expected`), once per chapter and kernel; the reference never runs in
+the learner's kernel, where the notebook could patch what it uses. Grades come from the batch
+grader, which runs the same probes in an isolated kernel and compares outside it (see
 :mod:`minijit.grading.runner`).
+
+Each case runs under a time limit (:data:`CASE_TIME_LIMIT` seconds, ``check(...,
+time_limit=N)`` to change it, ``None`` for none): an endless loop in the learner's code stops
+that case with "took longer than N s" and the next case runs. The limit is a ``SIGALRM``
+timer, so it works where IPython runs cells, in the main thread (elsewhere cases run without
+one), and it interrupts Python code only: a loop inside C code (a long NumPy call, a
+``time.sleep``) ends only when that call returns.
 
 The result renders as an HTML table in Jupyter and as plain text elsewhere.
 
@@ -30,11 +39,18 @@ the grader does not read its output, and skipping it keeps grading fast.
 
 from __future__ import annotations
 
+import contextlib
 import html
+import json
 import os
+import signal
+import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .cases import (
@@ -48,9 +64,13 @@ from .cases import (
     describe,
     not_attempted,
 )
-from .probing import run_probe
+from .probing import ProbeTimeLimit, error_data, run_probe
 
 GRADING_ENV = "MINIJIT_GRADING"
+# Seconds each public case of check() may take (see the module docstring).
+CASE_TIME_LIMIT = 10.0
+# Seconds the separate interpreter gets to compute a chapter's expected values.
+EXPECTED_TIMEOUT = 300.0
 
 # Expected values of public cases, computed once per process from the reference.
 _expected_cache: dict[str, Any] = {}
@@ -192,9 +212,53 @@ def expected_value(exercise: Exercise, key: str, case: Case) -> Any:
     return _expected_cache[key]
 
 
+@contextlib.contextmanager
+def case_time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`~minijit.grading.probing.ProbeTimeLimit` in the block after ``seconds``.
+
+    A ``SIGALRM`` timer in the main thread (elsewhere, or with ``None``, no limit); an outer
+    timer and handler are put back afterwards.
+    """
+    usable = (seconds is not None and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def _alarm(signum: int, frame: Any) -> None:
+        raise ProbeTimeLimit(f"took longer than {seconds:g} s and was stopped (an endless "
+                             "loop?)")
+
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    start = time.monotonic()
+    outer, _interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.001))
+
+
+def _learner_result(exercise: Exercise, case: Case, ns: Mapping[str, Any],
+                    seconds: float | None) -> Any:
+    try:
+        with case_time_limit(seconds):
+            return run_probe(exercise.probe_for(case), ns, case.args)
+    except ProbeTimeLimit as exc:  # the alarm came between the probe's end and the disarm
+        return error_data(exc)
+
+
 def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = False,
-                     count: bool = False) -> CheckReport:
+                     count: bool = False, expected: Mapping[str, Any] | None = None,
+                     time_limit: float | None = None) -> CheckReport:
     """Run the public cases of ``exercise`` against namespace ``ns``.
+
+    ``expected`` holds the expected values of the cases without a literal, by case key
+    (what ``check()`` passes, computed in a separate interpreter); without it they are
+    computed here from the reference (for trusted callers: tests, the grader's tools).
+    ``time_limit``: seconds per case for the learner's code (``None``: no limit).
 
     The hint tier: ``section`` while nothing is attempted, ``pitfall`` on a failure, and
     ``code`` when ``hint`` is true or, with ``count`` (what ``check()`` does), from the
@@ -202,9 +266,12 @@ def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = 
     """
     results = []
     for key, case, _public in exercise.cases()[: len(exercise.public)]:
-        expected = expected_value(exercise, key, case)
-        got = run_probe(exercise.probe_for(case), ns, case.args)
-        results.append((case, expected, got, compare(expected, got, case.rtol, case.atol)))
+        if expected is not None and not case.has_literal_expected:
+            want = expected[key]
+        else:
+            want = expected_value(exercise, key, case)
+        got = _learner_result(exercise, case, ns, time_limit)
+        results.append((case, want, got, compare(want, got, case.rtol, case.atol)))
     failed = [(case, got) for case, _e, got, reason in results if reason]
     # One stub left (or one name undefined) and the exercise is not attempted yet: its
     # other cases may fail only because they run code given in the notebook.
@@ -229,20 +296,61 @@ def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = 
     return CheckReport(exercise, tuple(rows), tier, attempted, withheld)
 
 
+def public_expected(exercises: Mapping[str, Exercise], exercise_id: str,
+                    modules: tuple[str, ...]) -> dict[str, Any]:
+    """Expected values of the public cases of ``exercise_id`` that have no literal.
+
+    Computed in a separate interpreter (:mod:`minijit.grading.expected`) for every exercise
+    of the same module at once (a notebook is one chapter), and kept for this process.
+    """
+    ex = exercises[exercise_id]
+    needed = [key for key, case, _p in ex.cases()[: len(ex.public)]
+              if not case.has_literal_expected]
+    if any(key not in _expected_cache for key in needed):
+        module = getattr(ex.probe, "__module__", None)
+        group = [e.id for e in exercises.values()
+                 if e.id == exercise_id or getattr(e.probe, "__module__", None) == module]
+        _expected_cache.update(_expected_from_child(modules, group))
+    return {key: _expected_cache[key] for key in needed}
+
+
+def _expected_from_child(modules: tuple[str, ...], ids: list[str]) -> dict[str, Any]:
+    root = str(Path(__file__).resolve().parents[2])  # the folder that holds this minijit
+    env = dict(os.environ)
+    env.pop(GRADING_ENV, None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    run = subprocess.run([sys.executable, "-m", "minijit.grading.expected"],
+                         input=json.dumps({"modules": list(modules), "ids": ids}),
+                         capture_output=True, text=True, env=env, cwd=os.getcwd(),
+                         timeout=EXPECTED_TIMEOUT)
+    try:
+        answer = json.loads(run.stdout)
+    except ValueError:
+        tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"computing the expected values failed: {tail[0]}") from None
+    if "error" in answer:
+        raise RuntimeError(f"computing the expected values failed: {answer['error']}")
+    return answer["expected"]
+
+
 def check(exercise_id: str, *, hint: bool = False,
-          namespace: Mapping[str, Any] | None = None) -> CheckReport | SkippedCheck:
+          namespace: Mapping[str, Any] | None = None,
+          time_limit: float | None = CASE_TIME_LIMIT) -> CheckReport | SkippedCheck:
     """Run the public cases of ``exercise_id`` against the calling notebook's globals.
 
     Hints come in tiers (see the module docstring): ``hint=True`` asks for all of them now,
-    the code-level hint included.
+    the code-level hint included. Each case may take ``time_limit`` seconds (``None``: no
+    limit).
     """
     if os.environ.get(GRADING_ENV) == "1":
         return SkippedCheck(exercise_id)
-    from .registry import default_exercises  # lazy: loads the exercises and minijit core
+    from .registry import COURSE_MODULES, default_exercises, env_modules
 
     exercises = default_exercises()
     if exercise_id not in exercises:
         known = ", ".join(sorted(exercises))
         raise KeyError(f"unknown exercise {exercise_id!r}; known exercises: {known}")
     ns = namespace if namespace is not None else sys._getframe(1).f_globals
-    return run_public_cases(exercises[exercise_id], ns, hint=hint, count=True)
+    expected = public_expected(exercises, exercise_id, COURSE_MODULES + env_modules())
+    return run_public_cases(exercises[exercise_id], ns, hint=hint, count=True,
+                            expected=expected, time_limit=time_limit)
