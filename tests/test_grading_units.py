@@ -21,6 +21,7 @@ from minijit.grading.channel import (
     ProbeCall,
     expression,
     new_key,
+    new_mac_key,
     parse_reply,
     setup_expression,
     user_expression_key,
@@ -144,12 +145,12 @@ def test_channel_round_trip():
     source, name = probe_source(_probe_double)
     calls = [ProbeCall("k/0", source, name, ([1, 2],)), ProbeCall("k/1", source, name, ("x",))]
     ns = {"double": lambda x: x * 2}
-    nonce, key = "abc", new_key()
-    setup = _fake_kernel_eval(setup_expression(key, nonce), ns)
+    nonce, key, mac = "abc", new_key(), new_mac_key()
+    setup = _fake_kernel_eval(setup_expression(key, nonce, mac), ns)
     assert setup["status"] == "ok", setup
     reply = {"status": "ok", "user_expressions": {
         user_expression_key(nonce): _fake_kernel_eval(expression(calls, nonce, key), ns)}}
-    results, env = parse_reply(reply, nonce)
+    results, env = parse_reply(reply, nonce, mac)
     assert results["k/0"] == to_data(np.array([2, 4]))
     assert "TypeError" in results["k/1"]["__error__"]["type"]
     assert env["replaced"] == [] and env["forgery"] == []
@@ -158,15 +159,23 @@ def test_channel_round_trip():
 
 def test_channel_rejects_forged_answers():
     key = user_expression_key("n1")
-    forged = {"status": "ok", "data": {"text/plain": repr(json.dumps(
-        {"nonce": "other", "results": {}, "env": {}}))}}
+    body = json.dumps({"nonce": "n1", "results": {}, "env": {}})
+    forged = {"status": "ok", "data": {"text/plain": repr("0" * 64 + body)}}
+    with pytest.raises(ChannelError, match="signed"):
+        parse_reply({"status": "ok", "user_expressions": {key: forged}}, "n1", "k")
+    import hashlib
+    import hmac
+
+    other = json.dumps({"nonce": "other", "results": {}, "env": {}})
+    mac = hmac.new(b"k", other.encode(), hashlib.sha256).hexdigest()
+    replayed = {"status": "ok", "data": {"text/plain": repr(mac + other)}}
     with pytest.raises(ChannelError, match="nonce"):
-        parse_reply({"status": "ok", "user_expressions": {key: forged}}, "n1")
+        parse_reply({"status": "ok", "user_expressions": {key: replayed}}, "n1", "k")
     with pytest.raises(ChannelError):
-        parse_reply({"status": "ok", "user_expressions": {}}, "n1")
+        parse_reply({"status": "ok", "user_expressions": {}}, "n1", "k")
     bad = {"status": "ok", "data": {"text/plain": "'not json'"}}
     with pytest.raises(ChannelError):
-        parse_reply({"status": "ok", "user_expressions": {key: bad}}, "n1")
+        parse_reply({"status": "ok", "user_expressions": {key: bad}}, "n1", "k")
 
 
 def test_probe_source_rules():

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
+import hmac
 import inspect
 import json
 import math
@@ -54,7 +56,7 @@ _BOOT = """
 def _minijit_boot(b, ns, payload):
     scope = {"__name__": "minijit_grader_prelude", "__builtins__": dict(b.__dict__)}
     b.exec(b.compile(payload[0], "<minijit-grader-prelude>", "exec"), scope)
-    return scope["install"](ns, payload[1], payload[2])
+    return scope["install"](ns, payload[1], payload[2], payload[3])
 """
 
 # The globals of _frozen_importlib, reached from literals only: type(()) is tuple, its
@@ -91,6 +93,11 @@ def new_key() -> str:
     return "_minijit_grader_" + secrets.token_hex(12)
 
 
+def new_mac_key() -> str:
+    """A kernel's private key for signing its answers (fresh for each kernel)."""
+    return secrets.token_hex(32)
+
+
 def literal(value: Any) -> str:
     """Python source for plain data that evaluates without looking up a name.
 
@@ -120,9 +127,9 @@ def literal(value: Any) -> str:
     raise TypeError(f"not plain data: {t.__name__}")
 
 
-def setup_expression(key: str, nonce: str) -> str:
+def setup_expression(key: str, nonce: str, mac_key: str) -> str:
     """The user expression that installs the prelude in a fresh kernel (see the docstring)."""
-    payload = (PRELUDE_SOURCE, key, nonce)
+    payload = (PRELUDE_SOURCE, key, nonce, mac_key)
     return (
         "(lambda b, boot: (b.exec(b.compile(boot, '<minijit-grader>', 'exec'), d := {}),"
         f" d['_minijit_boot'](b, b.globals(), {payload!r}))[1])"
@@ -148,23 +155,42 @@ def run_locally(calls: list[ProbeCall] | tuple[ProbeCall, ...], namespace: Mappi
     """
     ns = dict(namespace)
     ns.setdefault("__builtins__", builtins)
-    key, nonce = new_key(), new_nonce()
+    key, nonce, mac_key = new_key(), new_nonce(), new_mac_key()
     boot = vars(sys.modules["_frozen_importlib"])
     try:
-        eval(setup_expression(key, nonce), ns)  # noqa: S307 - our own expression
+        eval(setup_expression(key, nonce, mac_key), ns)  # noqa: S307 - our own expression
         text = eval(expression(calls, nonce, key, guard=False), ns)  # noqa: S307
     finally:
         boot.pop(key, None)
-    data = json.loads(text)
-    return data["results"]
+    return _verified(text, nonce, mac_key)["results"]
 
 
 def user_expression_key(nonce: str) -> str:
     return f"minijit_grader_{nonce}"
 
 
-def parse_reply(content: dict[str, Any], nonce: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(results by case key, environment report)`` from an ``execute_reply`` content."""
+def _verified(text: Any, nonce: str, mac_key: str) -> dict[str, Any]:
+    """The JSON object behind a signed answer, or ChannelError."""
+    if not isinstance(text, str) or len(text) < 64:
+        raise ChannelError("the kernel's answer is not what the grader sent for")
+    mac, body = text[:64], text[64:]
+    want = hmac.new(mac_key.encode("ascii"), body.encode("ascii", "replace"),
+                    hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(mac, want):
+        raise ChannelError("the kernel's answer is not signed by the grader's prelude")
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ChannelError("the kernel's answer is not what the grader sent for") from None
+    if not isinstance(data, dict) or data.get("nonce") != nonce:
+        raise ChannelError("the kernel's answer does not carry this run's nonce")
+    return data
+
+
+def parse_reply(content: dict[str, Any], nonce: str, mac_key: str
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(results by case key, environment report)`` from an ``execute_reply`` content,
+    once its signature (``mac_key``) and nonce are checked."""
     if content.get("status") != "ok":
         raise ChannelError(f"the grader's request failed: {content.get('ename', '?')}")
     answer = content.get("user_expressions", {}).get(user_expression_key(nonce))
@@ -175,11 +201,9 @@ def parse_reply(content: dict[str, Any], nonce: str) -> tuple[dict[str, Any], di
                            f"{answer.get('ename', '?')}: {answer.get('evalue', '')}")
     try:
         text = ast.literal_eval(answer["data"]["text/plain"])
-        data = json.loads(text)
     except (KeyError, TypeError, ValueError, SyntaxError, MemoryError, RecursionError):
         raise ChannelError("the kernel's answer is not what the grader sent for") from None
-    if not isinstance(data, dict) or data.get("nonce") != nonce:
-        raise ChannelError("the kernel's answer does not carry this run's nonce")
+    data = _verified(text, nonce, mac_key)
     results, env = data.get("results"), data.get("env")
     if not isinstance(results, dict) or not isinstance(env, dict):
         raise ChannelError("the kernel's answer is malformed")

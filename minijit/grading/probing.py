@@ -321,25 +321,37 @@ GUARDED_BUILTINS = (
 REFERENCE_PREFIXES = ("minijit.grading.exercises.", "_minijit_grading_ext_")
 # Every phrase forgery_report() and disarm() may report: the grader shows no other text from
 # a kernel once hidden cases were sent there.
+# A hook runs the notebook's code inside the grader's own frames (it can read and rewrite
+# them), so results obtained while one was set are void; the other forgeries only ever
+# affect the notebook's own code, which the prelude does not call.
+HOOK_PHRASES = frozenset(["a sys.settrace hook", "a sys.setprofile hook",
+                          "a threading.settrace hook", "a threading.setprofile hook"])
 FORGERY_PHRASES = frozenset(
     [f"builtins.{name} replaced" for name in GUARDED_BUILTINS]
-    + ["a global named __import__", "a global named __builtins__", "a sys.settrace hook",
-       "a sys.setprofile hook", "a threading.settrace hook", "a threading.setprofile hook"])
+    + ["a global named __import__", "a global named __builtins__"]) | HOOK_PHRASES
 # Set by install(): what the kernel started with (see the module docstring).
 _PRISTINE: dict = {}
 
 
-def install(ns: Mapping[str, Any], key: str, nonce: str) -> str:
+def install(ns: Mapping[str, Any], key: str, nonce: str, mac_key: str) -> str:
     """Set up the grader inside a fresh kernel, before any learner code; return the report.
 
     Keeps the pristine builtins, ``sys``/``threading`` hooks and the namespace's own
     ``__builtins__``, and registers :func:`serve` under ``key`` in the globals of
     ``_frozen_importlib`` (where :mod:`minijit.grading.channel` reaches it without looking up
-    a single name the notebook could shadow).
+    a single name the notebook could shadow). Every answer from then on is signed with
+    ``mac_key`` (an HMAC computed by a C function kept now), so code that rewrites an answer
+    after it left :func:`serve` (a wrapped ``eval``, an IPython formatter, a ``__del__``)
+    cannot make it pass.
     """
     import builtins
 
+    try:
+        from _hashlib import hmac_digest as digest
+    except ImportError:  # an interpreter without OpenSSL
+        from hmac import digest
     _PRISTINE.update(
+        mac=(digest, mac_key.encode("ascii")),
         builtins_module=builtins, builtins=dict(vars(builtins)),
         ns_builtins=ns.get("__builtins__"), ns_import="__import__" in ns,
         settrace=sys.settrace, setprofile=sys.setprofile, gettrace=sys.gettrace,
@@ -348,7 +360,13 @@ def install(ns: Mapping[str, Any], key: str, nonce: str) -> str:
         thread_profile=getattr(threading, "_profile_hook", None),
         modules=sys.modules, shell=_shell(ns))
     vars(sys.modules["_frozen_importlib"])[key] = serve
-    return encode({"nonce": nonce, "results": {}, "env": environment_report(ns)})
+    return signed(encode({"nonce": nonce, "results": {}, "env": environment_report(ns)}))
+
+
+def signed(text: str) -> str:
+    """``text`` (ASCII JSON) behind its HMAC-SHA256, in hex: what the grader checks."""
+    digest, key = _PRISTINE["mac"]
+    return bytes.hex(digest(key, str.encode(text, "ascii"), "sha256")) + text
 
 
 def _shell(ns: Mapping[str, Any]) -> Any:
@@ -474,5 +492,5 @@ def serve(payload: tuple, ns: Mapping[str, Any]) -> str:
             forgery_report(ns, found)
     env = environment_report(ns)
     env["forgery"] = sorted(found | set(env["forgery"]))
-    return ('{"nonce":' + _quote(nonce) + ',"results":{' + ",".join(parts) + '},"env":'
-            + encode(env) + "}")
+    return signed('{"nonce":' + _quote(nonce) + ',"results":{' + ",".join(parts) + '},"env":'
+                  + encode(env) + "}")

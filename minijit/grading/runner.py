@@ -22,8 +22,9 @@ happened. The steps:
    gradebook and feedback) but fixed phrases: code of the notebook that reads the hidden
    arguments during a hidden probe (walking the stack, ``gc.get_objects()``) has no way to
    put them anywhere the student will see. Hidden results are raw values, compared here.
-   A notebook that imported the grader's reference solutions gets no points (status
-   ``tampered``): its answers may be the references'.
+   A notebook that imported the grader's reference solutions, or whose trace or profile hook
+   was set when the grader's requests came, gets no points (status ``tampered``): its
+   answers may be the references', its hook could read and rewrite the grader's frames.
 4. If the kernel dies (``os._exit``, a segfault) or stops answering (a loop that swallows
    ``KeyboardInterrupt``), start a new one and replay the cells, skipping the culprit, then
    go on with the exercises not yet graded. At most ``limits.max_kernel_starts`` kernels.
@@ -49,6 +50,7 @@ from .channel import (
     ProbeCall,
     expression,
     new_key,
+    new_mac_key,
     new_nonce,
     parse_reply,
     setup_expression,
@@ -56,7 +58,7 @@ from .channel import (
 from .channel import user_expression_key as _key
 from .kernel import Kernel, first_line
 from .notebook import check_call, exercise_header
-from .probing import FORGERY_PHRASES
+from .probing import FORGERY_PHRASES, HOOK_PHRASES
 from .sandbox import Sandbox
 
 # Status words, worst first. A submission's status is the worst event it produced.
@@ -184,7 +186,10 @@ def _env_changes(before: dict[str, Any], after: dict[str, Any], hidden: bool = F
     else:
         found += [f"the notebook replaced {name}" for name in replaced]
     for phrase in after.get("forgery", []):
-        if phrase in FORGERY_PHRASES:
+        if phrase in HOOK_PHRASES:
+            found.append(f"the notebook's code ran inside the grader's tests ({phrase}); its "
+                         "exercises score 0")
+        elif phrase in FORGERY_PHRASES:
             found.append(f"the notebook forged the grader's environment: {phrase}")
         else:
             found.append("the notebook forged the grader's environment")
@@ -261,8 +266,9 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
         result.add("grader_error", f"the kernel did not start: {type(exc).__name__}: {exc}")
         return False
 
-    key = new_key()
-    baseline = await _environment(kernel, key, min(limits.cell_timeout, max(left(), 0.1)))
+    key, mac_key = new_key(), new_mac_key()
+    baseline = await _environment(kernel, key, mac_key,
+                                  min(limits.cell_timeout, max(left(), 0.1)))
     if baseline is None:
         result.add("grader_error", "the new kernel did not answer")
         return False
@@ -338,7 +344,7 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
             result.add("tampered", f"{ex.id}: the kernel's answer could not be read")
             return bool(pending)
         try:
-            results, env = parse_reply(reply, nonce)
+            results, env = parse_reply(reply, nonce, mac_key)
         except ChannelError as exc:
             result.outcome[ex.id] = "tampered"
             # the kernel's own words (an exception's message) could carry hidden arguments
@@ -346,8 +352,10 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
             result.add("tampered", f"{ex.id}: {why}")
             continue
         for change in _env_changes(baseline, env, hidden):
+            if hidden and result.voided and "reference solutions" in change:
+                continue  # said already, with the modules' names, after the public cases
             result.add("tampered", change)
-        if env.get("references"):
+        if env.get("references") or HOOK_PHRASES & set(env.get("forgery", [])):
             result.voided = True
         expected_keys = {c.key for c in calls}
         result.results.update({k: v for k, v in results.items() if k in expected_keys})
@@ -356,14 +364,17 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
     return False
 
 
-async def _environment(kernel: Kernel, key: str, timeout: float) -> dict[str, Any] | None:
-    """Set up a fresh kernel (the prelude installed under ``key``); its first report."""
+async def _environment(kernel: Kernel, key: str, mac_key: str, timeout: float
+                       ) -> dict[str, Any] | None:
+    """Set up a fresh kernel (the prelude installed under ``key``, its answers signed with
+    ``mac_key``); its first report."""
     nonce = new_nonce()
-    reply = await kernel.request({_key(nonce): setup_expression(key, nonce)}, timeout)
+    reply = await kernel.request({_key(nonce): setup_expression(key, nonce, mac_key)},
+                                 timeout)
     if not isinstance(reply, dict):
         return None
     try:
-        return parse_reply(reply, nonce)[1]
+        return parse_reply(reply, nonce, mac_key)[1]
     except ChannelError:
         return None
 
