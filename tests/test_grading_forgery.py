@@ -364,3 +364,29 @@ def test_check_expected_values_are_data(monkeypatch):
     finally:
         registry._cached.cache_clear()
         checking._expected_cache.clear()
+
+
+def test_check_time_limit_in_a_kernel(tmp_path):
+    """In a real kernel, where IPython runs cells (the main thread), an endless loop in the
+    learner's answer ends with a clear message, and the notebook goes on."""
+    import asyncio
+
+    from minijit.grading.kernel import Kernel
+
+    cell = ("import os\n"
+            "os.environ.pop('MINIJIT_GRADING', None)  # the grader's kernel skips check()\n"
+            f"os.environ['MINIJIT_GRADING_EXERCISES'] = {DEMO!r}\n"
+            "from minijit.grading import check\n"
+            "def add(a, b):\n    while True:\n        pass\n"
+            "report = check('ex00_add', time_limit=1)\n"
+            "assert report.passed == 0 and 'took longer than 1 s' in str(report), report\n")
+
+    async def run() -> tuple[str, str]:
+        kernel = Kernel(Limits(startup_timeout=60), str(tmp_path), 1)
+        try:
+            await kernel.start(time.monotonic() + 60)
+            return await kernel.run_cell(0, cell, 60)
+        finally:
+            await kernel.stop()
+
+    assert asyncio.run(run()) == ("ok", "")
