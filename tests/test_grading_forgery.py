@@ -354,14 +354,16 @@ def test_check_expected_values_are_data(monkeypatch):
     monkeypatch.setattr(registry, "COURSE_MODULES", ())
     registry._cached.cache_clear()
     checking._expected_cache.clear()
+    ex = registry.default_exercises()["ex00_add"]  # the demo module's own object
+    reference = ex.reference
     try:
-        ex = registry.default_exercises()["ex00_add"]
         # what a notebook could do: make the reference agree with a wrong answer
         object.__setattr__(ex, "reference", lambda: {"add": lambda a, b: a - b})
         report = check("ex00_add", namespace={"add": lambda a, b: a - b})
         assert report.passed == 0, str(report)
         assert check("ex00_add", namespace={"add": lambda a, b: a + b}).all_passed
     finally:
+        object.__setattr__(ex, "reference", reference)
         registry._cached.cache_clear()
         checking._expected_cache.clear()
 
