@@ -392,3 +392,64 @@ def test_check_time_limit_in_a_kernel(tmp_path):
             await kernel.stop()
 
     assert asyncio.run(run()) == ("ok", "")
+
+
+# ---------------------------------------------------------------------------- the pieces
+
+
+def test_probe_failures_are_marked_and_never_match_raises():
+    from minijit.grading.cases import compare, raises
+    from minijit.grading.probing import ProbeFailure, run_probe
+
+    def probe_checks(ns):
+        out = ns["rule"]()
+        if out is None:
+            raise ProbeFailure("the rule must return a list")
+        return out
+
+    def probe_indexes(ns):
+        return ns["rule"]()[0]  # TypeError raised here, by the probe, on None
+
+    learner: dict = {}  # the learner's code lives in their notebook, not in the probe's file
+    exec(compile("def rule():\n    raise TypeError('shapes clash')\n", "<cell>", "exec"),
+         learner)
+
+    for probe in (probe_checks, probe_indexes):
+        got = run_probe(probe, {"rule": lambda: None}, ())
+        assert got["__error__"]["origin"] == "probe"
+        assert "the test itself failed" in compare(raises("ProbeFailure"), got) + compare(
+            raises("TypeError"), got)
+    got = run_probe(probe_indexes, learner, ())
+    assert "origin" not in got["__error__"] and compare(raises("TypeError"), got) is None
+
+
+def test_results_cannot_pose_as_errors_or_arrays():
+    from minijit.grading.probing import NotGradable, to_data
+
+    for forged in ({"__error__": {"type": "TypeError"}}, {"__array__": {"data": [1]}}):
+        with pytest.raises(NotGradable, match="reserved"):
+            to_data(forged)
+    assert to_data({"__error__": 1, "other": 2}) == {"__error__": 1, "other": 2}
+
+
+def test_ints_compare_exactly():
+    from minijit.grading.cases import compare
+
+    assert compare(56, 56.0000028) is not None and compare(56, 56.0) is not None
+    assert compare(56, 56) is None and compare(56.0, 56) is None
+    assert compare(1.0, 1.0 + 1e-12) is None and compare(True, 1) is not None
+
+
+def test_literals_need_no_names():
+    import math
+
+    from minijit.grading.channel import literal
+
+    value = [None, True, 3, -0.5, float("inf"), float("-inf"), float("nan"), "q'\"", b"x",
+             (1,), (), {"k": [1, 2]}]
+    text = literal(value)
+    assert "inf" not in text and "nan" not in text
+    back = eval(text, {"__builtins__": {}})  # no name may be needed to evaluate it
+    assert back[:6] == value[:6] and math.isnan(back[6]) and back[7:] == value[7:]
+    with pytest.raises(TypeError):
+        literal([np.float64(1.0)])

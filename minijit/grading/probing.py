@@ -137,7 +137,12 @@ def _array_data(a: np.ndarray) -> dict:
 
 
 def _own_files(probe: Any) -> frozenset:
-    """File names of the code that is the probe's own: the probe's and the prelude's."""
+    """File names of the code that is the probe's own: the probe's and the prelude's.
+
+    In a kernel the probe's file is ``<probe NAME>``, its source alone; run in-process (for
+    ``check()``), it is the exercise module, which the learner's code (in their notebook)
+    never shares.
+    """
     code = getattr(probe, "__code__", None)
     names = {get.__code__.co_filename}
     if code is not None:
