@@ -104,7 +104,8 @@ class RunResult:
     outcome: dict[str, str] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     seconds: float = 0.0
-    # The notebook imported the grader's reference solutions: no exercise of it counts.
+    # The notebook imported the grader's reference solutions, or had a trace or profile hook
+    # set when the grader's requests came: no exercise of it counts.
     voided: bool = False
 
     def add(self, kind: str, message: str) -> None:
