@@ -453,3 +453,22 @@ def test_literals_need_no_names():
     assert back[:6] == value[:6] and math.isnan(back[6]) and back[7:] == value[7:]
     with pytest.raises(TypeError):
         literal([np.float64(1.0)])
+
+
+def test_reports_after_hidden_cases_use_fixed_phrases():
+    """What the kernel reports once hidden cases were sent is shown in fixed phrases only,
+    whatever names or words the notebook put in it."""
+    from minijit.grading.runner import _env_changes
+
+    seen: set = set()
+    base = {"transformers": [0, 0, 0], "replaced": [], "forgery": [], "references": []}
+    public = dict(base, replaced=["minijit.grading.cases.x"])
+    assert _env_changes(base, public, False, seen) == [
+        "the notebook replaced minijit.grading.cases.x"]
+    assert _env_changes(base, public, True, seen) == []  # said already, by name
+    leaky = dict(base, replaced=["minijit.grading.cases.leak_1_2"],
+                 forgery=["hidden 1 2", "a sys.settrace hook"],
+                 references=["minijit.grading.exercises.leak_1_2"])
+    text = " ".join(_env_changes(base, leaky, True, seen))
+    assert "1_2" not in text and "1 2" not in text
+    assert "sys.settrace hook" in text and "during the hidden tests" in text

@@ -107,6 +107,8 @@ class RunResult:
     # The notebook imported the grader's reference solutions, or had a trace or profile hook
     # set when the grader's requests came: no exercise of it counts.
     voided: bool = False
+    # Replaced minijit.grading names reported after the public cases (see _env_changes).
+    replaced_seen: set = field(default_factory=set)
 
     def add(self, kind: str, message: str) -> None:
         if Event(kind, message) not in self.events:
@@ -174,17 +176,22 @@ def _label(sources: list[str], index: int) -> str:
     return where
 
 
-def _env_changes(before: dict[str, Any], after: dict[str, Any], hidden: bool = False
-                 ) -> list[str]:
+def _env_changes(before: dict[str, Any], after: dict[str, Any], hidden: bool = False,
+                 seen: set | None = None) -> list[str]:
     """What changed since the kernel was set up, in words; with ``hidden`` (the report
-    came after hidden cases were sent), fixed phrases only."""
+    came after hidden cases were sent), fixed phrases only. ``seen`` holds the replaced
+    names already reported by name (after public cases); it grows with them."""
+    seen = set() if seen is None else seen
     found = []
     if before.get("transformers") != after.get("transformers"):
         found.append("the notebook installed IPython input or AST transformers")
     replaced = [n for n in after.get("replaced", []) if isinstance(n, str)]
-    if replaced and hidden:
-        found.append("the notebook replaced minijit.grading functions during the hidden tests")
+    if hidden:
+        if set(replaced) - seen:
+            found.append("the notebook replaced minijit.grading functions during the hidden "
+                         "tests")
     else:
+        seen.update(replaced)
         found += [f"the notebook replaced {name}" for name in replaced]
     for phrase in after.get("forgery", []):
         if phrase in HOOK_PHRASES:
@@ -352,7 +359,7 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
             why = "the answer to the hidden tests could not be read" if hidden else str(exc)
             result.add("tampered", f"{ex.id}: {why}")
             continue
-        for change in _env_changes(baseline, env, hidden):
+        for change in _env_changes(baseline, env, hidden, result.replaced_seen):
             if hidden and result.voided and "reference solutions" in change:
                 continue  # said already, with the modules' names, after the public cases
             result.add("tampered", change)
