@@ -20,12 +20,17 @@ Larger fuzzing campaigns, without hypothesis: `python tests/fuzz.py --seed S -n 
 """
 
 import os
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 # Plots in notebooks and tests must never try to open a window (course.py sets this too).
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Every kernel the tests start (notebooks, the grader without its sandbox) gets an empty
+# IPython profile of this run's own: an IPython startup file in the user's real profile
+# must not change what a test sees, and an attack notebook must not leave one there.
+os.environ["IPYTHONDIR"] = tempfile.mkdtemp(prefix="minijit-tests-ipython-")
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None,
                           print_blob=False, suppress_health_check=[HealthCheck.too_slow])

@@ -8,6 +8,8 @@ the solution, plus a trick that forged full marks before. Each must get its hone
 with the right status, and the solution must be unharmed. Then: the setup errors an
 instructor can make, the ``pass`` body of ex03's rule, the hidden cases that must never show
 in feedback, and ``check()``'s own guarantees (a time limit, expected values as data).
+The batch is graded with ``sandbox=False``: these guards live in the kernel and must hold
+without the sandbox too.
 """
 
 from __future__ import annotations
@@ -196,10 +198,12 @@ def test_forgery_batch(tmp_path):
     hidden = load_hidden_cases(private, exercises)
     out = tmp_path / "out"
     start = time.monotonic()
+    # Without the sandbox: these are the guards inside the kernel, which must hold on their
+    # own (the sandbox stops some of these tricks earlier, e.g. it hides the references).
     rows = {r.student: r for r in grade([folder], exercises=exercises, hidden_cases=hidden,
                                         out=out / "gradebook.csv",
                                         feedback_dir=out / "feedback", jobs=2,
-                                        limits=LIMITS, progress=False)}
+                                        limits=LIMITS, progress=False, sandbox=False)}
     elapsed = time.monotonic() - start
     problems = []
     assert set(rows) == set(FORGERIES)
