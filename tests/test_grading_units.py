@@ -442,7 +442,10 @@ def test_submissions_students_and_exercises(tmp_path):
 
     for folder in ["a", "b", "b/.ipynb_checkpoints"]:
         (tmp_path / folder).mkdir()
-    (tmp_path / "a" / "alice.ipynb").write_text('{"x": "check(\\"ex00_mean\\")"}')
+    # A check cell counts; markdown naming another exercise does not.
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("see ex00_add"),
+        nbformat.v4.new_code_cell('check("ex00_mean")')]), tmp_path / "a" / "alice.ipynb")
     (tmp_path / "b" / "alice.ipynb").write_text("{}")
     (tmp_path / "b" / "bob.ipynb").write_text("{}")
     (tmp_path / "b" / ".ipynb_checkpoints" / "bob-checkpoint.ipynb").write_text("{}")

@@ -52,7 +52,7 @@ def _exercises(args: argparse.Namespace):
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .gradebook import GradingSetupError, grade
+    from .gradebook import GradingSetupError, grade, read_gradebook
     from .registry import RegistryError, load_hidden_cases
     from .runner import Limits
     from .sandbox import GiB, Sandbox
@@ -64,17 +64,25 @@ def _grade(args: argparse.Namespace) -> int:
         rows = grade(args.submissions, exercises=exercises, out=args.out,
                      feedback_dir=args.feedback_dir, hidden_cases=hidden,
                      assignment=args.assignment, jobs=args.jobs, limits=limits,
-                     progress=not args.no_progress,
+                     progress=not args.no_progress, resume=args.resume,
                      sandbox=not args.no_sandbox and (
                          Sandbox(memory=int(args.memory * GiB)) if args.memory else Sandbox()))
     except (GradingSetupError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (GradingInterrupted)
+        print(f"interrupted: {args.out} holds every row finished so far, the others are "
+              "not_graded; run the same command with --resume to grade only those",
+              file=sys.stderr)
+        return 128 + getattr(exc, "signum", 2)
     statuses: dict[str, int] = {}
     for r in rows:
         statuses[r.status] = statuses.get(r.status, 0) + 1
     summary = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
-    print(f"graded {len(rows)} notebooks ({summary}) -> {args.out}")
+    found = read_gradebook(args.out)
+    kept = len(found[1]) - len(rows) if found and args.resume else 0
+    also = f", {kept} kept from the earlier run" if kept > 0 else ""
+    print(f"graded {len(rows)} notebooks ({summary}){also} -> {args.out}")
     return 0
 
 
@@ -143,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--exercises", action="append", metavar="MODULE",
                     help="exercise module or .py file to use instead of the course's "
                          "(repeatable)")
+    gr.add_argument("--resume", action="store_true",
+                    help="keep the rows already in --out (matched on the student column) "
+                         "and grade only the other submissions")
     gr.add_argument("--no-progress", action="store_true", help="no progress bar")
     gr.add_argument("--memory", type=float, metavar="GIB",
                     help="address space each kernel's sandbox may use, in GiB (default: 4, "
