@@ -22,7 +22,8 @@ One idea per module:
     sandbox.py    the bubblewrap sandbox each grading kernel runs in
     runner.py     one submission, whatever it does: limits, restarts, events
     scoring.py    expected values (trusted side) and points
-    gradebook.py  the batch: worker pool, progress bar, CSV, feedback files
+    pool.py       the worker processes, watched: deadlines, deaths, nothing left running
+    gradebook.py  the batch: which files and exercises, progress bar, CSV, feedback files
     release.py    the student release: the course without solutions or reference solutions
     __main__.py   the command line
     exercises/    the course's exercises, one module per chapter
