@@ -384,9 +384,11 @@ def test_grader_killed_from_a_cell_keeps_its_rows_and_resumes(tmp_path):
 
 
 @needs_proc
-def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path):
-    """SIGTERM while a notebook runs: the finished rows stay, the others are not_graded,
-    nothing is left running, the exit status says so; --resume grades what is missing."""
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum):
+    """SIGTERM (or Ctrl-C) while a notebook runs: the finished rows stay, the others are
+    not_graded, nothing is left running, the exit status says so; --resume grades what is
+    missing."""
     subs = tmp_path / "subs"
     _write(subs / "a_alice.ipynb", _solution())
     started = tmp_path / "started"
@@ -405,9 +407,9 @@ def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path):
     _wait_for(started.exists, "the slow notebook to start")
     # alice finished before b_slow started: her row is on disk already
     assert [r["student"] for r in _table(out)] == ["a_alice"]
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert proc.returncode == 128 + signum, stderr
     assert "--resume" in stderr
     _no_process_left(tag)
     first = {r["student"]: r for r in _table(out)}
@@ -442,3 +444,36 @@ def test_a_stopped_worker_is_killed_at_its_deadline(tmp_path):
     assert (rows["alice"]["status"], rows["alice"]["total"]) == ("ok", "4")
     assert (rows["stopper"]["status"], rows["stopper"]["total"]) == ("timeout", "0")
     assert "did not stop" in rows["stopper"]["detail"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreapers: Linux")
+def test_a_detached_child_dies_with_its_submission(tmp_path):
+    """A notebook double-forks a child that would rewrite the gradebook later: the child
+    is re-parented to its worker, and killed when its submission ends."""
+    out = tmp_path / "gradebook.csv"
+    pid_file = tmp_path / "child.pid"
+    subs = tmp_path / "subs"
+    _write(subs / "forger.ipynb", _solution(extra_cells=(
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        with open({str(pid_file)!r} + '.tmp', 'w') as f:\n"
+        "            f.write(str(os.getpid()))\n"
+        f"        os.rename({str(pid_file)!r} + '.tmp', {str(pid_file)!r})\n"
+        "        while True:\n"
+        "            time.sleep(0.1)\n"
+        f"            if os.path.exists({str(out)!r}):\n"
+        f"                with open({str(out)!r}, 'a') as f:\n"
+        "                    f.write('mallory,1,2,1,4,4,ok,0.00,forged\\n')\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+        f"while not os.path.exists({str(pid_file)!r}):\n"
+        "    time.sleep(0.05)\n",)))
+    [row] = grade([subs], exercises=_exercises(tmp_path), out=out, limits=LIMITS, jobs=1,
+                  progress=False)
+    assert (row.status, row.total) == ("ok", FULL)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed, and reaped by its worker
+    assert [r["student"] for r in _table(out)] == ["forger"]

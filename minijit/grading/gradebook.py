@@ -597,10 +597,13 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
     # any file is written.
     try:
         plan = build_plan(chosen, hidden_cases)
-        if book is not None:
-            book.start(_cell(students[i]) for i in todo)
-        if feedback:
-            Path(feedback_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            if book is not None:
+                book.start(_cell(students[i]) for i in todo)
+            if feedback:
+                Path(feedback_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GradingSetupError(f"cannot write the outputs: {exc}") from None
     except BaseException:
         if pool is not None:
             pool.close(graceful=False)
