@@ -42,6 +42,7 @@ from minijit.grading.gradebook import (
     replace_file,
     select_exercises,
 )
+from minijit.grading.pool import DIED, DONE, FAILED, OVERRAN, WorkerPool
 from minijit.grading.registry import load_exercises
 from minijit.grading.runner import Limits
 
@@ -229,6 +230,37 @@ def test_a_batch_spanning_two_chapters_stops_before_writing(tmp_path):
         grade([subs], exercises=exercises, out=out, feedback_dir=tmp_path / "fb",
               progress=False)
     assert out.read_text() == "an earlier gradebook" and not (tmp_path / "fb").exists()
+
+
+def _run_all(pool: WorkerPool, tasks: list[str]) -> dict:
+    pending, got = dict(enumerate(tasks)), {}
+    try:
+        while pending or pool.busy():
+            while pending and pool.free():
+                i = min(pending)
+                pool.submit(i, (pending.pop(i),))
+            for o in pool.wait():
+                got[o.index] = o
+    finally:
+        pool.close()
+    return got
+
+
+def test_worker_pool_reports_every_outcome():
+    """eval as the target: each task is a line of Python run in a worker."""
+    got = _run_all(WorkerPool(2, eval, deadline=600), [
+        "6 * 7", "1 / 0", "__import__('os').kill(__import__('os').getpid(), 9)", "'after'"])
+    assert (got[0].kind, got[0].value) == (DONE, 42)
+    assert got[1].kind == FAILED and "ZeroDivisionError" in got[1].value
+    assert got[2].kind == DIED and "SIGKILL" in got[2].value
+    assert (got[3].kind, got[3].value) == (DONE, "after")  # a death costs one task only
+
+
+def test_worker_pool_kills_a_stopped_worker():
+    stop = "__import__('os').kill(__import__('os').getpid(), __import__('signal').SIGSTOP)"
+    got = _run_all(WorkerPool(1, eval, deadline=3), [stop, "'next'"])
+    assert got[0].kind == OVERRAN and got[0].seconds >= 3
+    assert (got[1].kind, got[1].value) == (DONE, "next")  # in a new worker
 
 
 # ---------------------------------------------------------------------------- one batch

@@ -66,7 +66,7 @@ from pathlib import Path
 
 from .cases import Case, Exercise, describe
 from .notebook import check_call, exercise_header
-from .pool import DIED, DONE, OVERRAN, Outcome, PoolError, WorkerPool
+from .pool import DIED, DONE, OVERRAN, Outcome, WorkerPool
 from .runner import NOTE, STATUS_ORDER, Limits, RunResult, run_submission
 from .sandbox import INSTALL_HINT, Sandbox, unavailable
 from .scoring import OUTCOME_WORDS, GradingSetupError, Plan, Row, build_plan, make_row
@@ -472,8 +472,11 @@ class Gradebook:
                                keep_open=True)
 
     def append(self, row: Row) -> None:
+        """Add ``row`` (again: a no-op) and write it through to the disk."""
         fields = _fields(row, self.header[1:-5])
-        self.rows[fields[0]] = fields
+        if self.rows.get(fields[0]) == fields:
+            return
+        self.rows[fields[0]] = fields  # first: finish() has it, even if the write fails
         if self.fd is not None:
             _write_all(self.fd, _csv_bytes([fields]))
             os.fsync(self.fd)
@@ -611,16 +614,22 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
 
     limits = _socket_root(limits)
     rows: dict[int, Row] = {}
+    fed: set[int] = set()  # rows whose feedback file is written
     bar = tqdm(total=len(todo), unit="nb", desc="grading", disable=not progress)
 
-    def finish(i: int, run: RunResult) -> None:
-        row = make_row(students[i], subs[i].path, plan, run)
-        rows[i] = row
+    def write_out(i: int) -> None:
+        # Idempotent, so that the wind-down can call it again for a row whose writing an
+        # interrupt cut short.
         if book is not None:
-            book.append(row)
-        if i in feedback:
-            replace_file(feedback[i], feedback_markdown(row).encode("utf-8",
-                                                                    "backslashreplace"))
+            book.append(rows[i])
+        if i in feedback and i not in fed:
+            replace_file(feedback[i], feedback_markdown(rows[i]).encode("utf-8",
+                                                                        "backslashreplace"))
+            fed.add(i)
+
+    def finish(i: int, run: RunResult) -> None:
+        rows[i] = make_row(students[i], subs[i].path, plan, run)
+        write_out(i)
         bar.update(1)
         bar.set_postfix_str(f"{students[i]}: {run.status}", refresh=False)
 
@@ -632,19 +641,18 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
                 if subs[i].read is None:
                     finish(i, _failed(subs[i].problem or "not read", kind="invalid_notebook"))
             while pool is not None and (queue or pool.busy()):
+                if pool.failed:
+                    while queue:
+                        finish(queue.pop(0), _failed(f"the grader could not start its worker "
+                                                     f"processes: {pool.failed}"))
+                    if not pool.busy():
+                        break
                 # Rows are written as results come in, before the next submission starts:
                 # with one worker, each row is on disk before the next notebook runs.
                 while queue and pool.free():
                     pool.submit(queue[0], (subs[queue[0]].read, plan.probes, limits))
                     queue.pop(0)
-                try:
-                    outcomes = pool.wait()
-                except PoolError as exc:
-                    for i in [*queue, *(w.task for w in pool.workers if w.task is not None)]:
-                        finish(i, _failed(f"the grader's worker processes: {exc}"))
-                    queue.clear()
-                    break
-                for o in outcomes:
+                for o in pool.wait():
                     _conclude(o, died, limits, queue, finish)
     except KeyboardInterrupt:
         interrupted = True
@@ -661,6 +669,7 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
                 if i not in rows:
                     finish(i, _failed("the grader stopped before this notebook",
                                       kind="not_graded"))
+                write_out(i)
             if book is not None:
                 book.finish()
     return sorted(rows.values(), key=lambda r: r.student)

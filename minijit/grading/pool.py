@@ -48,10 +48,6 @@ _KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 _STOP = getattr(signal, "SIGSTOP", None)
 
 
-class PoolError(RuntimeError):
-    """No worker process could be started."""
-
-
 @dataclass(frozen=True)
 class Outcome:
     index: int
@@ -242,6 +238,8 @@ class WorkerPool:
 
     Invariant: every index given to :meth:`submit` comes back exactly once from
     :meth:`wait`, as DONE, FAILED, DIED or OVERRAN, unless :meth:`close` comes first.
+    When workers keep failing to start, :attr:`failed` says so and none is started again:
+    the caller should give up on what it has not submitted yet.
     """
 
     def __init__(self, jobs: int, target: Callable[..., Any], deadline: float,
@@ -249,12 +247,14 @@ class WorkerPool:
         self.jobs, self.target, self.deadline = jobs, target, deadline
         self.boot_timeout, self.max_boot_failures = boot_timeout, max_boot_failures
         self.boot_failures = 0
+        # Set when workers keep failing to start: no new one is started after that.
+        self.failed: str | None = None
         self.ctx = _context()
         self.workers: list[_Worker] = []
         self._fill()
 
     def _fill(self) -> None:
-        while len(self.workers) < self.jobs:
+        while len(self.workers) < self.jobs and self.failed is None:
             mine, theirs = self.ctx.Pipe()
             process = self.ctx.Process(target=_worker, args=(theirs, self.target),
                                        name="minijit-worker", daemon=True)
@@ -290,8 +290,8 @@ class WorkerPool:
         if booting:
             self.boot_failures += 1
             if self.boot_failures >= self.max_boot_failures:
-                raise PoolError(f"{self.boot_failures} worker processes failed to start "
-                                f"(the last: {value})")
+                self.failed = (f"{self.boot_failures} worker processes in a row failed to "
+                               f"start (the last: {value})")
         return [] if task is None else [Outcome(task, kind, value, now - w.since)]
 
     def wait(self) -> list[Outcome]:
