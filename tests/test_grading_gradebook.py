@@ -460,15 +460,17 @@ def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum):
 @needs_proc
 def test_a_stopped_worker_is_killed_at_its_deadline(tmp_path):
     """A notebook SIGSTOPs its worker: the worker can no longer enforce any limit, so the
-    main process does, and the classmate graded next to it is unharmed."""
+    main process does, and the classmate graded next to it is unharmed. (The first cell
+    stops the worker: only a kernel start must fit in the limit, not the notebook.)"""
     subs = tmp_path / "subs"
     _write(subs / "alice.ipynb", _solution())
-    _write(subs / "stopper.ipynb", _solution(extra_cells=(
-        "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n",)))
+    stopper = _solution()
+    stopper.cells.insert(0, nbformat.v4.new_code_cell(
+        "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n"))
+    _write(subs / "stopper.ipynb", stopper)
     out = tmp_path / "gradebook.csv"
     tag = uuid.uuid4().hex
-    proc = _cli([str(subs), "--out", str(out), "--jobs", "2", "--cell-timeout", "5",
-                 "--timeout", "5"], tag)
+    proc = _cli([str(subs), "--out", str(out), "--jobs", "2", "--timeout", "10"], tag)
     _, stderr = proc.communicate(timeout=300)  # without the main's deadline: never ends
     assert proc.returncode == 0, stderr
     _no_process_left(tag)

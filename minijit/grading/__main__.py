@@ -144,10 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--cell-timeout", type=float, default=30.0,
                     help="seconds per cell and per exercise's tests (default: %(default)s)")
     gr.add_argument("--timeout", type=float, default=300.0,
-                    help="seconds per submission, all included (default: %(default)s)")
+                    help="seconds per submission, all included; a worker still busy 20 s "
+                         "later is killed (default: %(default)s)")
     gr.add_argument("--assignment", nargs="+", metavar="NAME",
                     help="grade only these exercise ids or chapters (default: the exercises "
-                         "the submissions mention)")
+                         "whose EXERCISE headers and check cells the submissions hold, which "
+                         "must be of one chapter)")
     gr.add_argument("--exercises", action="append", metavar="MODULE",
                     help="exercise module or .py file to use instead of the course's "
                          "(repeatable)")
