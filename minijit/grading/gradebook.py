@@ -24,7 +24,9 @@ at the end the CSV is rewritten sorted by student. Ctrl-C and SIGTERM stop the b
 same way: the workers and their kernels are killed, the submissions not finished get a
 ``not_graded`` row, the CSV is rewritten, and :class:`GradingInterrupted` (a
 ``KeyboardInterrupt``) is raised. With ``resume=True`` the students whose rows are already
-in the gradebook (any status but ``not_graded``) are not graded again. A worker that dies
+in the gradebook (any status but ``not_graded``) are not graded again: rows are matched on
+the ``student`` column, which the CSV holds (it has no path column), so a resumed run must
+be given the same submissions (names derive from all the paths given). A worker that dies
 costs only its own submission, which is graded once more in a fresh worker (if that one dies
 too, the row is ``tampered``); a worker still busy past its submission's ``--timeout`` (plus
 a grace period for its kernel to stop) is killed by the main process: ``timeout``.

@@ -320,11 +320,13 @@ class WorkerPool:
                     elif index == w.task:
                         outcomes.append(Outcome(index, kind, value, now - w.since))
                         w.task = None
-            except (EOFError, OSError, ValueError, TypeError):
+            except Exception:  # noqa: BLE001 - EOF, or a message that cannot be read
                 gone = True
             if gone or not w.process.is_alive():
-                # Its children, if any, were re-parented when it died: it has no tree left
-                # to kill, and its pid may already belong to someone else.
+                if w.process.is_alive():  # alive but unreadable: it cannot be trusted
+                    kill_tree(w.process.pid)
+                # A dead worker's children were re-parented when it died: it has no tree
+                # left to kill, and its pid may already belong to someone else.
                 w.process.join(timeout=5)
                 outcomes += self._lost(w, DIED, _how_it_ended(w.process.exitcode), now)
         for w in list(self.workers):
