@@ -470,7 +470,8 @@ def test_a_stopped_worker_is_killed_at_its_deadline(tmp_path):
     _write(subs / "stopper.ipynb", stopper)
     out = tmp_path / "gradebook.csv"
     tag = uuid.uuid4().hex
-    proc = _cli([str(subs), "--out", str(out), "--jobs", "2", "--timeout", "10"], tag)
+    proc = _cli([str(subs), "--out", str(out), "--feedback-dir", str(tmp_path / "fb"),
+                 "--jobs", "2", "--timeout", "10"], tag)
     _, stderr = proc.communicate(timeout=300)  # without the main's deadline: never ends
     assert proc.returncode == 0, stderr
     _no_process_left(tag)
