@@ -416,11 +416,13 @@ def test_grader_killed_from_a_cell_keeps_its_rows_and_resumes(tmp_path):
 
 
 @needs_proc
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
-def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum):
+@pytest.mark.parametrize("signum, group", [(signal.SIGTERM, False), (signal.SIGINT, False),
+                                           (signal.SIGTERM, True)],
+                         ids=["TERM", "INT", "TERM-to-the-group"])
+def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum, group):
     """SIGTERM (or Ctrl-C) while a notebook runs: the finished rows stay, the others are
     not_graded, nothing is left running, the exit status says so; --resume grades what is
-    missing."""
+    missing. ``timeout`` and CI runners signal the whole process group, workers too."""
     subs = tmp_path / "subs"
     _write(subs / "a_alice.ipynb", _solution())
     started = tmp_path / "started"
@@ -435,11 +437,14 @@ def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum):
             "--timeout", "3000", "--feedback-dir", str(tmp_path / "fb")]
 
     tag = uuid.uuid4().hex
-    proc = _cli(args, tag)
+    proc = _cli(args, tag, start_new_session=group)
     _wait_for(started.exists, "the slow notebook to start")
     # alice finished before b_slow started: her row is on disk already
     assert [r["student"] for r in _table(out)] == ["a_alice"]
-    proc.send_signal(signum)
+    if group:
+        os.killpg(proc.pid, signum)
+    else:
+        proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signum, stderr
     assert "--resume" in stderr

@@ -150,6 +150,13 @@ def _ignore_interrupt(signum: int, frame: Any) -> None:
     pass
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    # SIGTERM to a worker (``timeout`` and CI runners signal the whole process group): the
+    # kernels it started end with it, instead of living on without their grader.
+    _reap(kill_tree(os.getpid(), include_root=False))
+    os._exit(128 + signum)
+
+
 def _reap(pids: Sequence[int]) -> None:
     """Collect the exit status of the killed processes that were this process's children
     (detached ones, re-parented here), so that no zombie is left."""
@@ -170,6 +177,7 @@ def _worker(conn: Connection, target: Callable[..., Any]) -> None:
     _prctl(15, WORKER_NAME)  # PR_SET_NAME
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
     signal.signal(signal.SIGINT, _ignore_interrupt)
+    signal.signal(signal.SIGTERM, _terminate)
     parent = multiprocessing.parent_process()
     if parent is not None:
         threading.Thread(target=_exit_with_parent, args=(parent.sentinel,),
