@@ -179,6 +179,31 @@ def test_feedback_names_are_injective_and_portable():
     assert feedback_names(students, taken=["gradebook.md"]) == files  # deterministic
 
 
+def test_submissions_are_given_paths_each_once(tmp_path):
+    from minijit.grading.gradebook import _find
+
+    (tmp_path / "subs" / "x").mkdir(parents=True)
+    (tmp_path / "subs" / "x" / "carol.ipynb").write_text("{}")
+    (tmp_path / "subs" / "alice.ipynb").write_text("{}")
+    (tmp_path / "subs" / "twin.ipynb").symlink_to("alice.ipynb")
+    (tmp_path / "subs" / "away.ipynb").symlink_to(tmp_path / "outside.ipynb")
+    (tmp_path / "outside.ipynb").write_text("{}")
+    (tmp_path / "subs" / "more").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "solution.ipynb").write_text("{}")
+    subs = tmp_path / "subs"
+    found = _find([subs, subs / "alice.ipynb", subs / "x" / ".." / "alice.ipynb",
+                   subs / "away.ipynb", tmp_path / "outside.ipynb"])
+    assert [s.path for s in found] == [subs / "alice.ipynb", subs / "away.ipynb",
+                                       subs / "twin.ipynb", subs / "x" / "carol.ipynb",
+                                       tmp_path / "outside.ipynb"]
+    assert [s.read is None for s in found] == [False, True, False, False, False]
+    assert found[2].read == subs / "alice.ipynb"  # read through the link, named after it
+    # a link given by name is checked against its own folder
+    [away] = _find([subs / "away.ipynb"])
+    assert away.read is None and "outside" in away.problem
+
+
 def test_replace_file_replaces_a_symlink_never_its_target(tmp_path):
     target = tmp_path / "precious.csv"
     target.write_text("precious")

@@ -82,7 +82,8 @@ def _grade(args: argparse.Namespace) -> int:
     found = read_gradebook(args.out)
     kept = len(found[1]) - len(rows) if found and args.resume else 0
     also = f", {kept} kept from the earlier run" if kept > 0 else ""
-    print(f"graded {len(rows)} notebooks ({summary}){also} -> {args.out}")
+    print(f"graded {len(rows)} notebooks{f' ({summary})' if summary else ''}{also} -> "
+          f"{args.out}")
     return 0
 
 
