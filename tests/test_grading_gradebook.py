@@ -12,7 +12,10 @@ did to the grader:
 - processes: a notebook that SIGKILLs the grader (then ``--resume``), SIGTERM from outside,
   a worker killed once, a worker stopped with SIGSTOP.
 
-Submissions are built from the numpy-only demo solution (``tests/grading_fixtures``). No
+Every batch is graded with ``--no-sandbox``: these are the gradebook's own guarantees, which
+must hold without the sandbox too (and several scenarios need a kernel that can reach its
+worker, which the sandbox prevents). Submissions are built from the numpy-only demo solution
+(``tests/grading_fixtures``). No
 test waits on a guess of how fast the machine is: they wait for events (a file appearing,
 a process ending) under generous limits.
 """
@@ -114,8 +117,8 @@ def _cli(args: list[str], tag: str, **kwargs) -> subprocess.Popen:
     env = dict(os.environ, MINIJIT_TEST_BATCH=tag)
     return subprocess.Popen(
         [sys.executable, "-m", "minijit.grading", "grade", *args, "--no-progress",
-         "--exercises", DEMO], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, **kwargs)
+         "--no-sandbox", "--exercises", DEMO], env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, **kwargs)
 
 
 def _tagged(tag: str) -> list[int]:
@@ -252,7 +255,7 @@ def test_a_batch_spanning_two_chapters_stops_before_writing(tmp_path):
     out = tmp_path / "gradebook.csv"
     out.write_text("an earlier gradebook")
     with pytest.raises(GradingSetupError, match="--assignment"):
-        grade([subs], exercises=exercises, out=out, feedback_dir=tmp_path / "fb",
+        grade([subs], exercises=exercises, out=out, feedback_dir=tmp_path / "fb", sandbox=False,
               progress=False)
     assert out.read_text() == "an earlier gradebook" and not (tmp_path / "fb").exists()
 
@@ -327,7 +330,7 @@ def test_one_row_per_given_path_whatever_the_names_and_links(tmp_path):
     rows = {r.student: r for r in grade(
         [subs, subs / "alice.ipynb", subs / "twin1.ipynb", str(subs) + "/./"],
         exercises=exercises, out=out / "gradebook.csv", feedback_dir=out / "feedback",
-        jobs=2, limits=LIMITS, progress=False)}
+        jobs=2, limits=LIMITS, progress=False, sandbox=False)}
 
     invalid = {"link_passwd", "link_solution", "dangling", "fifo"}
     graded = {"alice", "mallory", "carol", "x/carol", "x__carol", 'a,b "q"',
@@ -536,7 +539,7 @@ def test_a_detached_child_dies_with_its_submission(tmp_path):
         f"while not os.path.exists({str(pid_file)!r}):\n"
         "    time.sleep(0.05)\n",)))
     [row] = grade([subs], exercises=_exercises(tmp_path), out=out, limits=LIMITS, jobs=1,
-                  progress=False)
+                  progress=False, sandbox=False)
     assert (row.status, row.total) == ("ok", FULL)
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
