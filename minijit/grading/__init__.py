@@ -16,6 +16,7 @@ One idea per module:
     probing.py    the probes' prelude: runs in-process and, shipped as source, in kernels
     registry.py   where exercises come from (the course, extra modules, hidden-case folders)
     checking.py   check(), the in-notebook feedback table
+    expected.py   check()'s expected values, computed in an interpreter of their own
     notebook.py   solution/exercise notebook conventions; generate and --check
     channel.py    how the grader asks a kernel for results (user expressions + nonce)
     kernel.py     one grading kernel: start, run a cell, request, interrupt, stop

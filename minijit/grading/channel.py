@@ -25,9 +25,11 @@ Two kinds of request:
   Python literals written by :func:`literal` (no name in them either: ``inf`` is ``1e999``).
 
 What the kernel sends back is data only: the verdict is decided in the grader's process.
-This is a guard against cheap tricks, not a sandbox: code that digs the private key out of
-the kernel's memory or rewrites the kernel's own message handling could still forge answers.
-See the README's instructor's guide for what a determined student can still do.
+This guards against cheap tricks inside the kernel; the sandbox (:mod:`minijit.grading.sandbox`)
+keeps the kernel away from everything else. Code that digs the private key out of the
+kernel's memory or rewrites the kernel's own message handling could still forge answers for
+its own notebook. See the README's instructor's guide for what a determined student can
+still do.
 """
 
 from __future__ import annotations
