@@ -2,7 +2,8 @@
 the command line next to honest ones.
 
 Each attack tries something a kernel must not manage (read the grader's files,
-environment or command line, reach the network, signal other processes, leave an IPython
+environment or command line, reach the network, signal other processes, run code in a
+classmate's kernel through its connection file, leave an IPython
 startup file for later kernels, write into the Python environment, exhaust memory,
 processes or disk, outlive its submission) in the ``ex00_add`` cell, and the other
 exercises are the solution's, so they must keep full marks. A probing attack collects what
@@ -205,6 +206,30 @@ def _attacks(paths: dict[str, str]) -> dict[str, tuple]:
             f"                  {p['csv']}], start_new_session=True,\n"
             "                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,\n"
             "                 stderr=subprocess.DEVNULL)\n"), "ok", NO_ADD),
+        # Another kernel's connection file holds the key to run code in it: a classmate's
+        # ANSWER set to 0 would score the victims 0 with status ok.
+        "inject_siblings": (_probe(
+            "import glob, os\n"
+            "from ipykernel import get_connection_file\n"
+            "from jupyter_client import BlockingKernelClient\n"
+            "from jupyter_core.paths import jupyter_runtime_dir\n"
+            "own = os.path.realpath(get_connection_file())\n"
+            "places = [jupyter_runtime_dir(), '/tmp', '/run/user', os.path.expanduser('~'),\n"
+            "          '/tmp/minijit-sockets-*']\n"
+            "for place in places:\n"
+            "    for path in glob.glob(os.path.join(place, '**', 'kernel*.json'),\n"
+            "                          recursive=True):\n"
+            "        if os.path.realpath(path) == own:\n"
+            "            continue\n"
+            "        leaks.append(path)\n"
+            "        try:\n"
+            "            client = BlockingKernelClient(connection_file=path)\n"
+            "            client.load_connection_file()\n"
+            "            client.start_channels()\n"
+            "            client.execute('ANSWER = 0')\n"
+            "            client.stop_channels()\n"
+            "        except Exception:\n"
+            "            pass\n"), "ok", NO_ADD),
         "victim_1": (_notebook(_solution_add()), "ok", FULL),
         "victim_2": (_notebook(_solution_add()), "ok", FULL),
     }
