@@ -198,6 +198,16 @@ def run_notebook(path: Path, timeout: int = CELL_TIMEOUT_S, kernel_name: str = K
             allow_errors=False,  # except in cells tagged raises-exception (nbclient's rule)
             resources={"metadata": {"path": str(workdir)}},
         )
+        # No stand-in for ipywidgets' Output widget (`interact` draws into one). nbclient's
+        # stand-in answers each output drawn into the widget with a comm message on the shell
+        # channel, sent while nbclient waits on that channel for the cell's execute_reply; the
+        # send goes through a plain socket shadowing the asyncio one (jupyter_client's
+        # Session.send), so a reply arriving meanwhile can go unnoticed until the wait's
+        # timeout: the cell ends `timeout` seconds late, and as the kernel stamped its reply on
+        # time, the delay shows as a gap before the next cell (a chapter with `interact` hit it
+        # in 1 run in 4 to 1 in 10 on a busy machine; nbclient issue #312). Without it, what
+        # the widget shows goes to the cell's own outputs, and nothing is sent while a cell runs.
+        client.widget_registry = {}
         failure = None
         began = datetime.now(timezone.utc)
         start = time.perf_counter()

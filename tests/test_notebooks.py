@@ -136,3 +136,23 @@ def test_find_notebooks_sorts_and_covers_solutions(tmp_path):
         (tmp_path / rel).write_text("{}")
     found = [str(p.relative_to(tmp_path)) for p in find_notebooks(tmp_path)]
     assert found == ["chapters/00_a.ipynb", "chapters/01_b.ipynb", "solutions/00_a.ipynb"]
+
+
+def test_runner_sends_nothing_to_the_kernel_while_a_widget_draws(tmp_path):
+    # nbclient's stand-in for the Output widget (which `interact` draws into) sends comm
+    # messages on the shell channel while it waits there for the cell's reply, and a reply
+    # that arrives meanwhile can then wait for the cell timeout; the runner goes without it,
+    # so what the widget shows lands in the cell's own outputs.
+    path = _write(
+        tmp_path,
+        new_code_cell("from ipywidgets import Output\n"
+                      "out = Output()\n"
+                      "display(out)\n"
+                      "with out:\n"
+                      "    print('drawn inside the widget')"),
+        new_code_cell("x = 1"),
+    )
+    run = run_notebook(path, timeout=30)
+    assert run.ok, run.report()
+    texts = [o.get("text", "") for o in run.executed.cells[0].outputs]
+    assert any("drawn inside the widget" in t for t in texts), run.executed.cells[0].outputs
