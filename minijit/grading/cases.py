@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 import math
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +162,30 @@ class Exercise:
 def raises(error_type: str) -> dict:
     """A literal expected value for a case whose point is that the code raises."""
     return {"__error__": {"type": error_type, "message": "", "line": ""}}
+
+
+def program_cases(names: Iterable[str], seed: int = 0,
+                  probe: Probe | None = None) -> tuple[Case, ...]:
+    """One case per named program of :mod:`minijit.grading.programs`, in order: the probe
+    gets ``(name, seed)`` and makes the program's arguments from the seed."""
+    return tuple(Case(f"program {n}" + (f" (seed {seed})" if seed else ""), (n, seed),
+                      probe=probe) for n in names)
+
+
+def source_case(label: str, source: str, *args, hint: str | Hint | None = None) -> Case:
+    """A case of the optimizer's exercises: the probe runs ``source`` (it defines ``f``) and
+    traces ``f`` on ``args``, each a (values, dtype) pair with JSON-like values
+    (:func:`minijit.grading.optimizer_probes.traced`)."""
+    return Case(label, (source, [list(a) for a in args]), hint=hint)
+
+
+def program_hidden(names: Iterable[str], public: Sequence[str],
+                   probe: Probe | None = None) -> tuple[Case, ...]:
+    """The hidden cases of an exercise graded on programs: every one of ``names`` that is
+    not public, then the public ones again on other arguments (seed 1), so that an answer
+    fitted to the public arguments fails."""
+    return (program_cases([n for n in names if n not in public], probe=probe)
+            + program_cases(public, seed=1, probe=probe))
 
 
 def probe_source(probe: Probe) -> tuple[str, str]:

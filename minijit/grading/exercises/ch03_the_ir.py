@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise, Hint, raises
+from minijit.grading.cases import Case, Exercise, Hint, program_cases, program_hidden, raises
 from minijit.grading.probing import get
 
 # ------------------------------------------------------------------------ ex03_broadcast_rule
@@ -234,11 +234,6 @@ _EVAL_PUBLIC = ("add_literal", "scale_shift", "two_outputs", "int_arith", "sum_a
                 "while_loop", "scan")
 
 
-def _eval_case(name: str, seed: int = 0) -> Case:
-    return Case(f"program {name}" + (f" (seed {seed})" if seed else ""), (name, seed),
-                probe=probe_eval_program)
-
-
 # ------------------------------------------------------------------------ ex03_pp_jaxpr
 
 
@@ -303,8 +298,7 @@ def _pp_cases(public: bool) -> tuple[Case, ...]:
 def _eval_hidden() -> tuple[Case, ...]:
     from minijit.grading.programs import PROGRAMS
 
-    return (tuple(_eval_case(n) for n in PROGRAMS if n not in _EVAL_PUBLIC)
-            + tuple(_eval_case(n, seed=1) for n in _EVAL_PUBLIC))
+    return program_hidden(PROGRAMS, _EVAL_PUBLIC, probe=probe_eval_program)
 
 
 EXERCISES += [
@@ -327,7 +321,7 @@ EXERCISES += [
                   "while and scan call eval_jaxpr themselves.")),
         probe=probe_eval_program,
         reference=_reference_eval_jaxpr,
-        public=tuple(_eval_case(n) for n in _EVAL_PUBLIC),
+        public=program_cases(_EVAL_PUBLIC, probe=probe_eval_program),
         hidden=_eval_hidden(),
         error_hints={
             "KeyError": Hint(

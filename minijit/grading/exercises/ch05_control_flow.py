@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise, Hint
+from minijit.grading.cases import Case, Exercise, Hint, program_cases, program_hidden
 from minijit.grading.probing import get
 
 # ------------------------------------------------------------------------ ex05_cond_loop
@@ -430,16 +430,10 @@ _CONVERT_PUBLIC = ("cond_captures_array", "cond_captures_tracers", "while_captur
                    "cond_in_while")
 
 
-def _convert_case(name: str, seed: int = 0) -> Case:
-    return Case(f"program {name}" + (f" (seed {seed})" if seed else ""), (name, seed),
-                probe=probe_closure_program)
-
-
 def _convert_hidden() -> tuple[Case, ...]:
     from minijit.grading.programs import CONTROL_FLOW
 
-    return (tuple(_convert_case(n) for n in CONTROL_FLOW if n not in _CONVERT_PUBLIC)
-            + tuple(_convert_case(n, seed=1) for n in _CONVERT_PUBLIC))
+    return program_hidden(CONTROL_FLOW, _CONVERT_PUBLIC, probe=probe_closure_program)
 
 
 EXERCISES += [
@@ -460,7 +454,7 @@ EXERCISES += [
                   "did not capture).")),
         probe=probe_closure_program,
         reference=_reference_closure_convert,
-        public=tuple(_convert_case(n) for n in _CONVERT_PUBLIC),
+        public=program_cases(_CONVERT_PUBLIC, probe=probe_closure_program),
         hidden=_convert_hidden(),
         error_hints={
             "PieceError": Hint(

@@ -35,7 +35,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise, Hint
+from minijit.grading.cases import (
+    Case,
+    Exercise,
+    Hint,
+    program_cases,
+    program_hidden,
+    source_case,
+)
 from minijit.grading.probing import get, printed
 
 # ------------------------------------------------------------------------ ex07_fold
@@ -115,11 +122,6 @@ def _reference_fold():
     return {"my_fold": my_fold}
 
 
-def _program(label: str, source: str, *args, hint: str | Hint | None = None) -> Case:
-    """A case: `source` defines `f`; args are (values, dtype) pairs, values JSON-like."""
-    return Case(label, (source, [list(a) for a in args]), hint=hint)
-
-
 _F3 = ([0.5, -1.25, 2.0], "float64")
 _EXACT_FOLD = Hint(
     pitfall=("Python numbers are not the program's numbers: Python ints never overflow, while "
@@ -130,14 +132,14 @@ _EXACT_FOLD = Hint(
           "mj.Lit(value.item(), out.aval)."))
 
 _FOLD_PUBLIC = (
-    _program("a chain: exp(add(1.0, 2.0)) and neg(3.0)",
+    source_case("a chain: exp(add(1.0, 2.0)) and neg(3.0)",
              "def f(x):\n    return x * mnp.exp(mnp.add(1.0, 2.0)) - mnp.negative(3.0)", _F3),
-    _program("inside a fori_loop body",
+    source_case("inside a fori_loop body",
              "def f(x):\n    return lax.fori_loop(0, 3, lambda i, y: y * mnp.negative(0.5)"
              " + mnp.exp(mnp.multiply(2.0, 0.25)), x)", _F3),
-    _program("x + 1.0 stays: one input is not a literal",
+    source_case("x + 1.0 stays: one input is not a literal",
              "def f(x):\n    return mnp.sin(x + 1.0) * x", _F3),
-    _program("a debug.print of a folded value still prints it",
+    source_case("a debug.print of a folded value still prints it",
              "def f(x):\n    mj.debug.print('c = {}', mnp.add(1.0, 2.0))\n"
              "    return x * mnp.multiply(2.0, 3.0)", _F3,
              hint=("Only add, sub, mul, neg and exp fold. Every other equation stays, and a "
@@ -147,37 +149,37 @@ _FOLD_PUBLIC = (
 )
 
 _FOLD_HIDDEN = (
-    _program("an output that is a constant",
+    source_case("an output that is a constant",
              "def f(x):\n    return x * 2.0, mnp.exp(0.0) + mnp.subtract(1.0, 3.0)", _F3),
-    _program("int32 overflow wraps around, as in NumPy",
+    source_case("int32 overflow wraps around, as in NumPy",
              "def f(x):\n    return x + mnp.multiply(np.int32(2**20), np.int32(2**20)) "
              "+ mnp.multiply(np.int32(70000), np.int32(70000))",
              ([1, 2, 3], "int32"),
              hint=_EXACT_FOLD),
-    _program("uint8: 3 - 5 wraps around to 254",
+    source_case("uint8: 3 - 5 wraps around to 254",
              "def f(x):\n    return x + mnp.subtract(np.uint8(3), np.uint8(5))",
              ([1, 2], "uint8"),
              hint=_EXACT_FOLD),
-    _program("exp of a large constant is inf, not an error",
+    source_case("exp of a large constant is inf, not an error",
              "def f(x):\n    return x + mnp.exp(1000.0) * 0.5 + mnp.exp(-1000.0)", _F3,
              hint=_EXACT_FOLD),
-    _program("float32",
+    source_case("float32",
              "def f(x):\n    return x * mnp.exp(np.float32(0.5)) + mnp.negative(np.float32(2.5))",
              ([1.0, 2.0], "float32")),
-    _program("in both branches of a cond",
+    source_case("in both branches of a cond",
              "def f(p, x):\n    return lax.cond(p, lambda x: x * mnp.exp(2.0), "
              "lambda x: x - mnp.negative(mnp.add(1.0, 1.0)), x)",
              (True, "bool"), _F3),
-    _program("a cond inside a fori_loop",
+    source_case("a cond inside a fori_loop",
              "def f(x):\n    return lax.fori_loop(0, 2, lambda i, y: lax.cond(i > 0, "
              "lambda y: y * mnp.add(0.5, 0.25), lambda y: y + mnp.exp(mnp.negative(1.0)), y), x)",
              _F3),
-    _program("a loop body whose output is a constant",
+    source_case("a loop body whose output is a constant",
              "def f(x):\n    return lax.fori_loop(0, 3, lambda i, y: mnp.exp(1.0) + 0.0 * y, x)",
              ([2.0], "float64")),
-    _program("nothing to fold",
+    source_case("nothing to fold",
              "def f(x, y):\n    return mnp.sin(x) * y - mnp.exp(x)", _F3, _F3),
-    _program("integers, scalar input",
+    source_case("integers, scalar input",
              "def f(i):\n    return i * mnp.add(2, 3) - mnp.negative(mnp.multiply(4, 5))",
              (7, "int64")),
 )
@@ -287,7 +289,7 @@ def _reference_cse():
     return {"my_cse": my_cse}
 
 
-def _cse_program(label: str, source: str, *args, duplicate: str | None = None,
+def _csesource_case(label: str, source: str, *args, duplicate: str | None = None,
                  hint: str | Hint | None = None) -> Case:
     return Case(label, (source, [list(a) for a in args], duplicate), hint=hint)
 
@@ -303,11 +305,11 @@ _EFFECTS_HINT = Hint(
           "eqn.primitive.effectful does not."))
 
 _CSE_PUBLIC = (
-    _cse_program("softmax as often written: exp(z) three times, chains of duplicates",
+    _csesource_case("softmax as often written: exp(z) three times, chains of duplicates",
                  _SOFTMAX, _F3),
-    _cse_program("commutative: sin(x) * y and y * sin(x)",
+    _csesource_case("commutative: sin(x) * y and y * sin(x)",
                  "def f(x, y):\n    return mnp.sin(x) * y + y * mnp.sin(x)", _F3, _F3),
-    _cse_program("a duplicate inside a fori_loop body",
+    _csesource_case("a duplicate inside a fori_loop body",
                  "def f(x):\n    return lax.fori_loop(0, 3, lambda i, c: mnp.sin(c) * 0.5 "
                  "+ mnp.sin(c), x)", _F3,
                  hint=Hint(
@@ -316,13 +318,13 @@ _CSE_PUBLIC = (
                               "equation left in it)."),
                      code=("Give each equation map_subjaxprs(eqn, my_cse): it calls your pass "
                            "on each branch and loop body."))),
-    _cse_program("two debug.prints of the same value print twice",
+    _csesource_case("two debug.prints of the same value print twice",
                  "def f(x):\n    mj.debug.print('x = {}', x)\n    mj.debug.print('x = {}', x)\n"
                  "    return x * 2.0", _F3, hint=_EFFECTS_HINT),
-    _cse_program("a debug.print equation duplicated: both stay",
+    _csesource_case("a debug.print equation duplicated: both stay",
                  "def f(x):\n    mj.debug.print('x = {}', x)\n    return mnp.sin(x)",
                  _F3, duplicate="debug_callback", hint=_EFFECTS_HINT),
-    _cse_program("same input, different params: sums over different axes",
+    _csesource_case("same input, different params: sums over different axes",
                  "def f(x):\n    return mnp.sum(x, axis=0) + mnp.sum(x, axis=1) "
                  "+ mnp.sum(x, axis=0)",
                  ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]], "float64"),
@@ -335,7 +337,7 @@ _CSE_PUBLIC = (
 )
 
 _CSE_HIDDEN = (
-    _cse_program("x * 2.0 twice: two literal objects with the same value",
+    _csesource_case("x * 2.0 twice: two literal objects with the same value",
                  "def f(x):\n    return (x * 2.0) * (x * 2.0) + (2.0 * x)", _F3,
                  hint=Hint(
                      pitfall=("Literals are new objects every time they are written: two equal "
@@ -343,7 +345,7 @@ _CSE_HIDDEN = (
                               "its value, never by identity."),
                      code=("Key a literal by np.asarray(lit.val, lit.aval.dtype).tobytes() "
                            "with its dtype, a Var by id(var)."))),
-    _cse_program("x * 0.0 and x * -0.0 differ (1 / them: inf and -inf)",
+    _csesource_case("x * 0.0 and x * -0.0 differ (1 / them: inf and -inf)",
                  "def f(x):\n    return 1.0 / (x * 0.0) - 1.0 / (x * -0.0)",
                  ([0.5, 1.0, 2.0], "float64"),
                  hint=Hint(
@@ -352,12 +354,12 @@ _CSE_HIDDEN = (
                               "bits and dtype are."),
                      code=("Key a literal by np.asarray(lit.val, lit.aval.dtype).tobytes() "
                            "with its dtype."))),
-    _cse_program("the same value returned twice",
+    _csesource_case("the same value returned twice",
                  "def f(x):\n    return mnp.sin(x), mnp.sin(x), mnp.cos(mnp.sin(x))", _F3),
-    _cse_program("integers, commutative add",
+    _csesource_case("integers, commutative add",
                  "def f(i, j):\n    return (i + j) * (j + i) - (i - j) * (j - i)",
                  (3, "int64"), (5, "int64")),
-    _cse_program("a duplicated cond with two outputs, the copy's outputs used",
+    _csesource_case("a duplicated cond with two outputs, the copy's outputs used",
                  "def f(p, x):\n    a, b = lax.cond(p, lambda x: (x * 2.0, x + 1.0), "
                  "lambda x: (x - 1.0, x), x)\n    return a * b",
                  (True, "bool"), _F3, duplicate="cond",
@@ -366,11 +368,11 @@ _CSE_HIDDEN = (
                               "of them must be pointed at the first equation's outputs, not "
                               "only the readers of the first."),
                      code="zip(eqn.outvars, the first equation's outvars) into the renaming.")),
-    _cse_program("a duplicated cond whose branch prints: both stay",
+    _csesource_case("a duplicated cond whose branch prints: both stay",
                  "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
                  "        return x * 2.0\n    return lax.cond(p, loud, lambda x: x, x)",
                  (True, "bool"), _F3, duplicate="cond", hint=_EFFECTS_HINT),
-    _cse_program("exp(1.0) outside and inside a loop body: each scope on its own",
+    _csesource_case("exp(1.0) outside and inside a loop body: each scope on its own",
                  "def f(x):\n    k = mnp.exp(1.0)\n    return lax.fori_loop(0, 2, lambda i, y: "
                  "y * mnp.exp(1.0) + mnp.exp(1.0), x) * k", _F3,
                  hint=Hint(
@@ -379,9 +381,9 @@ _CSE_HIDDEN = (
                               "cannot read it."),
                      code=("Let my_cse start a fresh table on every call, and call it on sub-"
                            "jaxprs through map_subjaxprs, never with the outer table."))),
-    _cse_program("nothing to merge",
+    _csesource_case("nothing to merge",
                  "def f(x):\n    return mnp.sin(x) + mnp.cos(x) * mnp.exp(x)", _F3),
-    _cse_program("duplicates in both branches of a cond",
+    _csesource_case("duplicates in both branches of a cond",
                  "def f(p, x):\n    return lax.cond(p, lambda x: mnp.tanh(x) * mnp.tanh(x), "
                  "lambda x: mnp.exp(x) - mnp.exp(x) * 0.5, x)", (False, "bool"), _F3),
 )
@@ -467,12 +469,12 @@ _ARRAY_HINT = Hint(
           "mnp.zeros to see its params."))
 
 _RULE_PUBLIC = (
-    _program("integer scalar: i - i", "def f(i):\n    return i - i + 1", (7, "int64")),
-    _program("integer array: x - x", "def f(x):\n    return (x - x) * 3", ([1, -2, 3], "int64"),
+    source_case("integer scalar: i - i", "def f(i):\n    return i - i + 1", (7, "int64")),
+    source_case("integer array: x - x", "def f(x):\n    return (x - x) * 3", ([1, -2, 3], "int64"),
              hint=_ARRAY_HINT),
-    _program("float: x - x stays (inf - inf is NaN)", "def f(x):\n    return x - x",
+    source_case("float: x - x stays (inf - inf is NaN)", "def f(x):\n    return x - x",
              _NAN_INF, hint=_FLOATS_HINT),
-    _program("x - y stays", "def f(x, y):\n    return x - y", ([1, 2], "int64"),
+    source_case("x - y stays", "def f(x, y):\n    return x - y", ([1, 2], "int64"),
              ([5, 1], "int64"),
              hint=Hint(
                  pitfall=("x - y is not 0: the rule may fire only when both inputs are the "
@@ -482,21 +484,21 @@ _RULE_PUBLIC = (
 )
 
 _RULE_HIDDEN = (
-    _program("float32: x - x stays", "def f(x):\n    return (x - x) * 2.0",
+    source_case("float32: x - x stays", "def f(x):\n    return (x - x) * 2.0",
              (["inf", "1.0"], "float32"), hint=_FLOATS_HINT),
-    _program("float scalar stays", "def f(x):\n    return x - x", ("nan", "float64"),
+    source_case("float scalar stays", "def f(x):\n    return x - x", ("nan", "float64"),
              hint=_FLOATS_HINT),
-    _program("int32 matrix", "def f(x):\n    return mnp.sum(x - x, axis=0) + x[0]",
+    source_case("int32 matrix", "def f(x):\n    return mnp.sum(x - x, axis=0) + x[0]",
              ([[1, 2, 3], [4, 5, 6]], "int32"), hint=_ARRAY_HINT),
-    _program("uint8 (unsigned: also exact)", "def f(x):\n    return x - x + x",
+    source_case("uint8 (unsigned: also exact)", "def f(x):\n    return x - x + x",
              ([0, 200, 255], "uint8")),
-    _program("fires after other rules: (i * 1) - i and -(-i) - i",
+    source_case("fires after other rules: (i * 1) - i and -(-i) - i",
              "def f(i):\n    return (i * 1 - i) + (-(-i) - i)", ([4, 5], "int64")),
-    _program("inside a fori_loop body", "def f(x):\n    return lax.fori_loop(0, 3, "
+    source_case("inside a fori_loop body", "def f(x):\n    return lax.fori_loop(0, 3, "
              "lambda k, c: c + (k - k) + (c - c), x)", ([1, 2, 3], "int64")),
-    _program("x - 0 and 0 - x are not x - x",
+    source_case("x - 0 and 0 - x are not x - x",
              "def f(x):\n    return (x - 0) + (0 - x) + (x - x)", ([3, 4], "int64")),
-    _program("mixed: integer fires, float stays",
+    source_case("mixed: integer fires, float stays",
              "def f(i, x):\n    return (i - i) * 2, x - x", (9, "int32"), _NAN_INF,
              hint=_FLOATS_HINT),
 )
@@ -634,15 +636,10 @@ def _reference_dce():
     return {"dce_jaxpr": dce_jaxpr}
 
 
-def _catalogue(names, seed: int = 0) -> tuple[Case, ...]:
-    return tuple(Case(f"program {n}" + (f" (seed {seed})" if seed else ""), (n, seed))
-                 for n in names)
-
-
 def _catalogue_rest(public) -> tuple[Case, ...]:
     from minijit.grading.programs import PROGRAMS
 
-    return _catalogue([n for n in PROGRAMS if n not in public]) + _catalogue(public, seed=1)
+    return program_hidden(PROGRAMS, public)
 
 
 _DCE_PUBLIC_NAMES = ("sin_cos", "two_outputs", "unread_output", "cond", "fori_loop")
@@ -657,39 +654,39 @@ _DCE_SUB_HINT = Hint(
              "property is checked at every level."),
     code="Clean each kept equation with map_subjaxprs(eqn, dce_jaxpr).")
 
-_DCE_PUBLIC = _catalogue(_DCE_PUBLIC_NAMES) + (
-    _program("dead chains: sin then cos, never read",
+_DCE_PUBLIC = program_cases(_DCE_PUBLIC_NAMES) + (
+    source_case("dead chains: sin then cos, never read",
              "def f(x):\n    a = mnp.cos(mnp.sin(x))\n    b = mnp.exp(x) * 2.0\n"
              "    return x + 1.0", _F3),
-    _program("a debug.print stays", "def f(x):\n    mj.debug.print('x = {}', x * 2.0)\n"
+    source_case("a debug.print stays", "def f(x):\n    mj.debug.print('x = {}', x * 2.0)\n"
              "    return mnp.sin(x)", _F3, hint=_DCE_EFFECTS_HINT),
-    _program("dead code inside a fori_loop body",
+    source_case("dead code inside a fori_loop body",
              "def f(x):\n    def body(i, c):\n        unused = mnp.exp(c) * 3.0\n"
              "        return c * 0.5\n    return lax.fori_loop(0, 3, body, x)", _F3,
              hint=_DCE_SUB_HINT),
 )
 
 _DCE_HIDDEN = _catalogue_rest(_DCE_PUBLIC_NAMES) + (
-    _program("an unread cond whose branch prints stays",
+    source_case("an unread cond whose branch prints stays",
              "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
              "        return x * 2.0\n    lax.cond(p, loud, lambda x: x, x)\n"
              "    return x - 1.0", (True, "bool"), _F3, hint=_DCE_EFFECTS_HINT),
-    _program("an unread cond without effects goes",
+    source_case("an unread cond without effects goes",
              "def f(p, x):\n    lax.cond(p, lambda x: mnp.sin(x), lambda x: x, x)\n"
              "    return x * 3.0", (False, "bool"), _F3),
-    _program("dead code in both branches of a cond",
+    source_case("dead code in both branches of a cond",
              "def f(p, x):\n    def a(x):\n        unused = mnp.tanh(x)\n        return x + 1.0\n"
              "    def b(x):\n        unused = mnp.exp(x) + 2.0\n        return -x\n"
              "    return lax.cond(p, a, b, x)", (True, "bool"), _F3, hint=_DCE_SUB_HINT),
-    _program("a cond output nobody reads", "def f(p, x):\n    a, b = lax.cond(p, lambda x: "
+    source_case("a cond output nobody reads", "def f(p, x):\n    a, b = lax.cond(p, lambda x: "
              "(x * 2.0, mnp.sin(x)), lambda x: (x - 1.0, x), x)\n    return a",
              (True, "bool"), _F3),
-    _program("a debug.print inside a loop body",
+    source_case("a debug.print inside a loop body",
              "def f(x):\n    def body(i, c):\n        mj.debug.print('c = {}', c)\n"
              "        unused = c * 9.0\n        return c + 1.0\n"
              "    return lax.fori_loop(0, 2, body, x)", _F3, hint=_DCE_EFFECTS_HINT),
-    _program("nothing is dead", "def f(x, y):\n    return mnp.sin(x) * y, x - y", _F3, _F3),
-    _program("a captured constant that only dead code reads",
+    source_case("nothing is dead", "def f(x, y):\n    return mnp.sin(x) * y, x - y", _F3, _F3),
+    source_case("a captured constant that only dead code reads",
              "W = np.array([1.0, 2.0, 3.0])\n\ndef f(x):\n    unused = x * W\n"
              "    return x + 1.0", _F3,
              hint=("A constvar only dead code reads is dead too: keep the constvars that "

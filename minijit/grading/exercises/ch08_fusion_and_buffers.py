@@ -22,22 +22,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from minijit.grading.cases import Case, Exercise, Hint
+from minijit.grading.cases import (
+    Case,
+    Exercise,
+    Hint,
+    program_cases,
+    program_hidden,
+    source_case,
+)
 from minijit.grading.probing import get, printed
-
-# The case builders and the PieceError hint chapter 07's exercise module uses too (each
-# exercise module stands alone: the student release rewrites them one by one).
-
-
-def _program(label: str, source: str, *args, hint: str | Hint | None = None) -> Case:
-    """A case: `source` defines `f`; args are (values, dtype) pairs, values JSON-like."""
-    return Case(label, (source, [list(a) for a in args]), hint=hint)
-
-
-def _catalogue(names, seed: int = 0) -> tuple[Case, ...]:
-    return tuple(Case(f"program {n}" + (f" (seed {seed})" if seed else ""), (n, seed))
-                 for n in names)
-
 
 _PIECE_HINT = ("minijit ran your piece inside run_passes and found its result wrong; the "
                "message says what (an equation dropped, a group that may not fuse, ...).")
@@ -150,11 +143,11 @@ _NO_OUTPUTS_HINT = Hint(
           "has_effects(eqn)."))
 
 _FUSE_PUBLIC = (
-    _program("GELU (a scalar sqrt, an elementwise chain)",
+    source_case("GELU (a scalar sqrt, an elementwise chain)",
              "def f(x):\n    c = mnp.sqrt(2.0 / mnp.pi)\n"
              "    return 0.5 * x * (1.0 + mnp.tanh(c * (x + 0.044715 * x ** 3)))",
              ([[0.5, -1.0, 2.0], [1.5, 0.0, -2.5]], "float64")),
-    _program("softmax (reductions, broadcasts)",
+    source_case("softmax (reductions, broadcasts)",
              "def f(x):\n    z = x - mnp.max(x, axis=-1, keepdims=True)\n"
              "    return mnp.exp(z) / mnp.sum(mnp.exp(z), axis=-1, keepdims=True)",
              ([[0.5, -1.0, 2.0], [1.5, 0.0, -2.5]], "float64"),
@@ -163,36 +156,36 @@ _FUSE_PUBLIC = (
                    "decides itself), and the broadcast_in_dims, which may fuse (they change "
                    "how elements are indexed, not their values). Find the first decision "
                    "that differs.")),
-    _program("a debug.print among elementwise work",
+    source_case("a debug.print among elementwise work",
              "def f(x):\n    y = mnp.sin(x) * 2.0\n    mj.debug.print('y = {}', y)\n"
              "    return y + 1.0", _F3, hint=_NO_OUTPUTS_HINT),
 )
 
 _FUSE_HIDDEN = (
-    _program("an MLP layer: dot_general, a broadcast bias, ReLU, a sum",
+    source_case("an MLP layer: dot_general, a broadcast bias, ReLU, a sum",
              "def f(x, w, b):\n    return mnp.sum(mnp.maximum(mnp.dot(x, w) + b, 0.0), axis=1)",
              ([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]], "float64"),
              ([[0.5, -1.0, 2.0], [1.0, 0.25, -0.5]], "float64"), ([0.1, -0.2, 0.3], "float64")),
-    _program("scalar arithmetic only", "def f(x, y):\n    return (x * 2.0 + y) / (y - 1.0)",
+    source_case("scalar arithmetic only", "def f(x, y):\n    return (x * 2.0 + y) / (y - 1.0)",
              (1.5, "float64"), (3.0, "float64"), hint=_SCALAR_HINT),
-    _program("arrays of one element are not scalars",
+    source_case("arrays of one element are not scalars",
              "def f(x):\n    return mnp.exp(x) * 2.0 - x", ([0.5], "float64"), hint=_SCALAR_HINT),
-    _program("convert_element_type, comparisons and where",
+    source_case("convert_element_type, comparisons and where",
              "def f(x):\n    y = x.astype(mnp.float32) * 2.0\n"
              "    return mnp.where(y > 0, y, 0.1 * y)", _F3),
-    _program("shape changes: slice, reshape, transpose, concatenate",
+    source_case("shape changes: slice, reshape, transpose, concatenate",
              "def f(x):\n    y = (x * 2.0)[1:3].reshape(2, 1).T\n"
              "    return mnp.concatenate([y[0], mnp.arange(2.0)]) + 1.0",
              ([1.0, 2.0, 3.0, 4.0], "float64")),
-    _program("inside a fori_loop body, with a scalar counter",
+    source_case("inside a fori_loop body, with a scalar counter",
              "def f(x):\n    return lax.fori_loop(0, 3, lambda i, y: mnp.sin(y) * 0.5 + "
              "i * 0.1, x)", _F3, hint=_SCALAR_HINT),
-    _program("a cond whose branch prints",
+    source_case("a cond whose branch prints",
              "def f(p, x):\n    def loud(x):\n        mj.debug.print('x = {}', x)\n"
              "        return mnp.exp(x) * 2.0\n"
              "    return lax.cond(p, loud, lambda x: x + 1.0, x) * 3.0",
              (True, "bool"), _F3, hint=_NO_OUTPUTS_HINT),
-    _program("integer and boolean arrays", "def f(i, j):\n    k = (i & j) | (i * 2)\n"
+    source_case("integer and boolean arrays", "def f(i, j):\n    k = (i & j) | (i * 2)\n"
              "    return mnp.where(k > j, k, -k), mnp.argmax(k)",
              ([1, 6, 3], "int64"), ([5, 2, 7], "int64")),
     Case("an effectful elementwise primitive (made up for the test)", ([4],),
@@ -240,10 +233,9 @@ _FG_HINTS = {
                  "every group it reads from closes (rule 4), so later elementwise work starts "
                  "a new group.")),
 }
-_FG_PUBLIC = _catalogue(_FG_PUBLIC_NAMES) + tuple(
+_FG_PUBLIC = program_cases(_FG_PUBLIC_NAMES) + tuple(
     replace(c, hint=_FG_HINTS.get(c.name)) for c in _FUSE_PUBLIC)
-_FG_HIDDEN = (_catalogue([n for n in FUSING if n not in _FG_PUBLIC_NAMES])
-              + _catalogue(_FG_PUBLIC_NAMES, seed=1)
+_FG_HIDDEN = (program_hidden(FUSING, _FG_PUBLIC_NAMES)
               + tuple(replace(c, hint=None) for c in _FUSE_HIDDEN if c.probe is None))
 
 _FG_CYCLE_HINT = ("A group closes as soon as an equation outside it reads one of its values "
