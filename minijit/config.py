@@ -25,6 +25,7 @@ _DEFAULTS: dict[str, Any] = {
     "disk_cache": True,  # keep compiled Numba code across processes (chapter 09)
     "traceback_filtering": True,  # hide minijit's own frames in tracebacks
     "debug_nans": False,  # raise FloatingPointError at the primitive that first makes a NaN
+    "profile_execution": False,  # time every call of a jitted function, for f.profile()
 }
 
 _UNSET = object()

@@ -105,7 +105,8 @@ class CacheEntry:
     out_tree: PyTreeDef
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
     calls: int = 0
-    execute_s: float = 0.0  # total time spent running it
+    timed_calls: int = 0  # the calls made while `profile_execution` was on ...
+    execute_s: float = 0.0  # ... and the time they spent running
 
     def __post_init__(self):
         self.single = self.out_tree.kind == "leaf"  # one array out: no pytree to rebuild
@@ -223,9 +224,15 @@ class JitFunction:
                     or _overrides_open["debug_nans"]):
                 entry = self._cache.fast.get(_fast_key(args))
                 if entry is not None:
-                    t0 = perf_counter()
-                    outs = entry.executable.fast_call(args)
-                    entry.execute_s += perf_counter() - t0
+                    # timers cost 0.2 us a call, so only while profiling (in this thread)
+                    if (_config_values["profile_execution"]
+                            or _overrides_open["profile_execution"]) and config.profile_execution:
+                        t0 = perf_counter()
+                        outs = entry.executable.fast_call(args)
+                        entry.execute_s += perf_counter() - t0
+                        entry.timed_calls += 1
+                    else:
+                        outs = entry.executable.fast_call(args)
                     entry.calls += 1
                     if entry.single_strong:
                         return outs[0].view(Array)
@@ -260,9 +267,13 @@ class JitFunction:
         if not own_key and entry.split.key != split.key:
             _wrong_hit(self.spec.fun_name, split, entry.split)
         leaves, donated = _leaves_to_run(split, entry.optimized.consts, self.spec.fun_name)
-        t0 = perf_counter()
-        outs = entry.executable(*leaves)
-        entry.execute_s += perf_counter() - t0
+        if config.profile_execution:
+            t0 = perf_counter()
+            outs = entry.executable(*leaves)
+            entry.execute_s += perf_counter() - t0
+            entry.timed_calls += 1
+        else:
+            outs = entry.executable(*leaves)
         entry.calls += 1
         if any(donated):
             _mark_donated(split.leaves, donated)

@@ -1,7 +1,9 @@
 """Where the time goes, per jitted function and per cache entry (chapter 06).
 
 Every cache entry records how long its trace, optimization, code generation and compilation
-took, and how many calls it served in how much time. `profile(f)` returns those rows;
+took, and how many calls it served. With `config.update("profile_execution", True)` it also
+times each call (off by default: the timers would be a tenth of a cached call's cost), and
+`per_call_us` is the mean over the timed calls. `profile(f)` returns those rows;
 `plot_profile(f)` draws them, so a learner sees at a glance whether a function is dominated
 by compiling (retracing too often) or by running.
 """
@@ -21,7 +23,8 @@ class ProfileRow:
     codegen_s: float
     compile_s: float
     calls: int
-    execute_s: float
+    execute_s: float  # time spent running the calls made while profile_execution was on
+    timed_calls: int = 0
 
     @property
     def first_call_s(self) -> float:
@@ -29,7 +32,7 @@ class ProfileRow:
 
     @property
     def per_call_us(self) -> float:
-        return 1e6 * self.execute_s / self.calls if self.calls else 0.0
+        return 1e6 * self.execute_s / self.timed_calls if self.timed_calls else 0.0
 
 
 def profile(jitted) -> list[ProfileRow]:
@@ -40,6 +43,7 @@ def profile(jitted) -> list[ProfileRow]:
         rows.append(ProfileRow(
             jitted._signature(entry.split), t.get("trace", 0.0), t.get("optimize", 0.0),
             t.get("codegen", 0.0), t.get("compile", 0.0), entry.calls, entry.execute_s,
+            entry.timed_calls,
         ))
     return rows
 
@@ -49,12 +53,17 @@ def format_profile(jitted) -> str:
     header = (f"{'signature':<40} {'trace':>8} {'optim':>8} {'codegen':>8} {'compile':>8} "
               f"{'calls':>7} {'run tot':>9} {'per call':>10}")
     lines = [header, "-" * len(header)]
-    for r in profile(jitted):
+    rows = profile(jitted)
+    for r in rows:
+        run = (f"{1e3 * r.execute_s:>8.2f}m {r.per_call_us:>8.1f}us" if r.timed_calls
+               else f"{'-':>9} {'-':>10}")
         lines.append(
             f"{r.signature[:40]:<40} {1e3 * r.trace_s:>7.2f}m {1e3 * r.optimize_s:>7.2f}m "
-            f"{1e3 * r.codegen_s:>7.2f}m {1e3 * r.compile_s:>7.2f}m {r.calls:>7d} "
-            f"{1e3 * r.execute_s:>8.2f}m {r.per_call_us:>8.1f}us"
+            f"{1e3 * r.codegen_s:>7.2f}m {1e3 * r.compile_s:>7.2f}m {r.calls:>7d} {run}"
         )
+    if any(r.calls > r.timed_calls for r in rows):
+        lines.append("(run times count only calls made while "
+                     "minijit.config.update('profile_execution', True) is on)")
     return "\n".join(lines)
 
 

@@ -401,11 +401,12 @@ def _profiled():
     def f(x):
         return mnp.sum(mnp.sin(x) * 2.0)
 
-    for _ in range(3):
-        f(np.ones(4))
-    f(np.ones(8))
-    f(np.ones(4, dtype=np.float32))
-    f(np.ones(8))
+    with mj.config.override("profile_execution", True):
+        for _ in range(3):
+            f(np.ones(4))
+        f(np.ones(8))
+        f(np.ones(4, dtype=np.float32))
+        f(np.ones(8))
     return f
 
 
@@ -418,12 +419,36 @@ def test_profile_has_one_row_per_cache_entry_with_call_counts():
     for r in rows:
         assert r.trace_s > 0 and r.execute_s > 0
         assert r.first_call_s >= r.trace_s
+        assert r.timed_calls == r.calls
         assert r.per_call_us == pytest.approx(1e6 * r.execute_s / r.calls)
     text = f.profile()
     assert text == minijit.profile.format_profile(f)
     lines = text.splitlines()
     assert len(lines) == 2 + 3 and "calls" in lines[0]
     assert lines[3].startswith("(x: f64[8])") and " 2 " in lines[3]
+
+
+def test_profile_times_calls_only_while_profiling_is_on():
+    f = mj.jit(lambda x: x * 2.0)
+    x = np.ones(4)
+    f(x)
+    f(x)  # the fast path
+    (row,) = minijit.profile.profile(f)
+    assert row.calls == 2 and row.timed_calls == 0 and row.execute_s == 0.0
+    assert row.per_call_us == 0.0
+    assert "profile_execution" in f.profile()
+    with mj.config.override("profile_execution", True):
+        f(x)
+        f(x)
+    (row,) = minijit.profile.profile(f)
+    assert row.calls == 4 and row.timed_calls == 2 and row.execute_s > 0
+    assert row.per_call_us == pytest.approx(1e6 * row.execute_s / 2)
+    mj.config.update("profile_execution", True)
+    try:
+        f(x)
+    finally:
+        mj.config.update("profile_execution", False)
+    assert minijit.profile.profile(f)[0].timed_calls == 3
 
 
 def test_profile_tells_weak_python_scalars_apart():
