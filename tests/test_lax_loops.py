@@ -64,7 +64,7 @@ def test_nested_scans_keep_their_own_step_variable():
                backend="numba")
     xs = np.arange(8.0).reshape(2, 4)
     np.testing.assert_array_equal(f(xs), xs * 2)
-    assert "for _t2 in range(4):" in f.lower(xs).as_text()
+    assert "for _t2 in range(_n1):" in f.lower(xs).as_text()  # _n1 = a.shape[1], 4
 
 
 @pytest.mark.parametrize("xs,match", [

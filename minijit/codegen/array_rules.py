@@ -20,8 +20,8 @@ def shape_of(v) -> tuple:
     return tuple(v.aval.shape)
 
 
-def empty_like_var(v) -> str:
-    return f"np.empty({shape_of(v)}, np.{dtype_name(v.aval.dtype)})"
+def empty_like_var(lo, v) -> str:
+    return f"np.empty({lo.shape(shape_of(v))}, np.{dtype_name(v.aval.dtype)})"
 
 
 def _as_array(lo, a, expr: str) -> str:
@@ -36,10 +36,10 @@ def _reshape(lo, eqn, args, outs):
     if not shape_of(o):
         lo.line(f"{outs[0]} = {args[0]}.ravel()[0]" if shape_of(x) else f"{outs[0]} = {args[0]}")
     elif not shape_of(x):
-        lo.line(f"{outs[0]} = np.full({shape_of(o)}, {args[0]}, "
+        lo.line(f"{outs[0]} = np.full({lo.shape(shape_of(o))}, {args[0]}, "
                 f"np.{dtype_name(o.aval.dtype)})")
     else:
-        lo.line(f"{outs[0]} = {args[0]}.reshape({shape_of(o)})")
+        lo.line(f"{outs[0]} = {args[0]}.reshape({lo.shape(shape_of(o))})")
 
 
 def _transpose(lo, eqn, args, outs):
@@ -47,16 +47,16 @@ def _transpose(lo, eqn, args, outs):
     lo.line(f"{outs[0]} = np.ascontiguousarray({args[0]}.transpose({perm}))")
 
 
-def _slices(starts, limits, strides=None) -> str:
+def _slices(lo, starts, limits, strides=None) -> str:
     strides = strides or (1,) * len(starts)
-    parts = [f"{s}:{e}" + (f":{st}" if st != 1 else "") for s, e, st in
-             zip(starts, limits, strides)]
+    parts = [f"{lo.dim(s)}:{lo.dim(e)}" + (f":{lo.dim(st)}" if st != 1 else "")
+             for s, e, st in zip(starts, limits, strides)]
     return ", ".join(parts)
 
 
 def _slice(lo, eqn, args, outs):
     p = eqn.params
-    sub = _slices(p["start_indices"], p["limit_indices"], p["strides"])
+    sub = _slices(lo, p["start_indices"], p["limit_indices"], p["strides"])
     lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
 
 
@@ -71,28 +71,29 @@ def _squeeze(lo, eqn, args, outs):
     if not shape_of(o):
         lo.line(f"{outs[0]} = {args[0]}.ravel()[0]")
     else:
-        lo.line(f"{outs[0]} = {args[0]}.reshape({shape_of(o)})")
+        lo.line(f"{outs[0]} = {args[0]}.reshape({lo.shape(shape_of(o))})")
 
 
 def _concatenate(lo, eqn, args, outs):
     o, dim = eqn.outvars[0], eqn.params["dimension"]
-    lo.line(f"{outs[0]} = {empty_like_var(o)}")
+    lo.line(f"{outs[0]} = {empty_like_var(lo, o)}")
     offset = 0
     for a, expr in zip(eqn.invars, args):
         n = shape_of(a)[dim]
-        sub = ", ".join(f"{offset}:{offset + n}" if k == dim else ":" for k in
-                        range(len(shape_of(o))))
+        sub = ", ".join(f"{lo.dim(offset)}:{lo.dim(offset + n)}" if k == dim else ":"
+                        for k in range(len(shape_of(o))))
         lo.line(f"{outs[0]}[{sub}] = {expr}")
         offset += n
 
 
 def _pad(lo, eqn, args, outs):
     x, o = eqn.invars[0], eqn.outvars[0]
-    lo.line(f"{outs[0]} = np.full({shape_of(o)}, {args[1]}, np.{dtype_name(o.aval.dtype)})")
+    lo.line(f"{outs[0]} = np.full({lo.shape(shape_of(o))}, {args[1]}, "
+            f"np.{dtype_name(o.aval.dtype)})")
     if 0 in shape_of(x):
         return
     sub = ", ".join(
-        f"{lo_}:{lo_ + d + max(d - 1, 0) * i}:{i + 1}"
+        f"{lo.dim(lo_)}:{lo.dim(lo_ + d + max(d - 1, 0) * i)}:{i + 1}"
         for d, (lo_, _, i) in zip(shape_of(x), eqn.params["padding_config"]))
     lo.line(f"{outs[0]}[{sub}] = {args[0]}")
 
@@ -100,7 +101,7 @@ def _pad(lo, eqn, args, outs):
 def _clamped(lo, x_shape, sizes, starts) -> list[str]:
     names = []
     for k, (s, d, n) in enumerate(zip(starts, x_shape, sizes)):
-        lo.line(f"_s{k} = min(max({s}, 0), {d - n})")
+        lo.line(f"_s{k} = min(max({s}, 0), {lo.dim(d - n)})")
         names.append(f"_s{k}")
     return names
 
@@ -108,7 +109,7 @@ def _clamped(lo, x_shape, sizes, starts) -> list[str]:
 def _dynamic_slice(lo, eqn, args, outs):
     x, sizes = eqn.invars[0], eqn.params["slice_sizes"]
     s = _clamped(lo, shape_of(x), sizes, args[1:])
-    sub = ", ".join(f"{a}:{a} + {n}" for a, n in zip(s, sizes))
+    sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, sizes))
     lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
 
 
@@ -116,17 +117,17 @@ def _dynamic_update_slice(lo, eqn, args, outs):
     x, u = eqn.invars[0], eqn.invars[1]
     s = _clamped(lo, shape_of(x), shape_of(u), args[2:])
     lo.line(f"{outs[0]} = {args[0]}.copy()")
-    sub = ", ".join(f"{a}:{a} + {n}" for a, n in zip(s, shape_of(u)))
+    sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, shape_of(u)))
     lo.line(f"{outs[0]}[{sub}] = {_as_array(lo, u, args[1])}")
 
 
 def _iota(lo, eqn, args, outs):
     o, dim = eqn.outvars[0], eqn.params["dimension"]
     shape = shape_of(o)
-    lo.line(f"{outs[0]} = {empty_like_var(o)}")
+    lo.line(f"{outs[0]} = {empty_like_var(lo, o)}")
     idx = [f"i{k}" for k in range(len(shape))]
     for k, d in enumerate(shape):
-        lo.line(f"for {idx[k]} in range({d}):")
+        lo.line(f"for {idx[k]} in range({lo.dim(d)}):")
         lo.indent += 1
     lo.line(f"{outs[0]}[{', '.join(idx)}] = {cast(idx[dim], o.aval.dtype)}")
     lo.indent -= len(shape)
@@ -140,19 +141,20 @@ def _argminmax(lo, eqn, args, outs):
     rows = int(np.prod([shape[k] for k in perm[:-1]], dtype=np.int64))
     op = ">" if eqn.primitive is P.argmax_p else "<"
     t, r, best, at = (f"_{n}_{outs[0]}" for n in ("rows", "r", "best", "at"))
-    lo.line(f"{t} = np.ascontiguousarray({args[0]}.transpose({perm})).reshape(({rows}, "
-            f"{shape[axis]}))")
-    lo.line(f"{r} = np.empty({rows}, np.{dtype_name(o.aval.dtype)})")
-    lo.line(f"for _i in range({rows}):")
+    lo.line(f"{t} = np.ascontiguousarray({args[0]}.transpose({perm})).reshape(("
+            f"{lo.dim(rows)}, {lo.dim(shape[axis])}))")
+    lo.line(f"{r} = np.empty({lo.dim(rows)}, np.{dtype_name(o.aval.dtype)})")
+    lo.line(f"for _i in range({lo.dim(rows)}):")
     lo.line(f"    {best} = {t}[_i, 0]")
     lo.line(f"    {at} = 0")
-    lo.line(f"    for _k in range(1, {shape[axis]}):")
+    lo.line(f"    for _k in range(1, {lo.dim(shape[axis])}):")
     lo.line(f"        if ({t}[_i, _k] {op} {best} or {t}[_i, _k] != {t}[_i, _k]) "
             f"and {best} == {best}:")
     lo.line(f"            {best} = {t}[_i, _k]")
     lo.line(f"            {at} = _k")
     lo.line(f"    {r}[_i] = {at}")
-    lo.line(f"{outs[0]} = {r}.reshape({shape_of(o)})" if shape_of(o) else f"{outs[0]} = {r}[0]")
+    lo.line(f"{outs[0]} = {r}.reshape({lo.shape(shape_of(o))})" if shape_of(o)
+            else f"{outs[0]} = {r}[0]")
 
 
 def _dot_general(lo, eqn, args, outs):
@@ -185,7 +187,8 @@ def _dot_general(lo, eqn, args, outs):
                    o.aval.dtype))
     lo.line(f"            {combine}")
     lo.line(f"        {r}[_i, _j] = {acc}")
-    lo.line(f"{outs[0]} = {r}.reshape({shape_of(o)})" if shape_of(o) else f"{outs[0]} = {r}[0, 0]")
+    lo.line(f"{outs[0]} = {r}.reshape({lo.shape(shape_of(o))})" if shape_of(o)
+            else f"{outs[0]} = {r}[0, 0]")
 
 
 for _p, _rule in {

@@ -1,7 +1,8 @@
 """From generated source to a compiled Numba function, with two caches (chapter 09).
 
-- In memory: compiled functions keyed by a hash of their source and argument types, so two
-  jitted functions that generate the same code share one compile.
+- In memory: compiled functions keyed by a hash of their code (the source without its
+  comments) and argument types, so two jitted functions that generate the same code share
+  one compile, and so do two shapes of one program (sizes are read from the arguments).
 - On disk: the source is written to `<cache dir>/m_<hash>.py` and compiled with Numba's
   `cache=True`, so Numba stores the machine code beside it (`__pycache__/*.nbi` is its index,
   `*.nbc` the code) and a new process (a restarted notebook kernel) loads it instead of
@@ -71,10 +72,19 @@ def disk_cache_enabled() -> bool:
     return bool(config.disk_cache) and os.environ.get("MINIJIT_DISK_CACHE", "1") != "0"
 
 
+def code_of(text: str) -> str:
+    """The source without its comment lines: what Numba compiles.
+
+    The comments name each block's IR equation, shapes included; the code reads sizes from
+    its arguments (`Lowering.shape_generic`), so programs that differ only in sizes differ
+    only in comments, and are keyed as one program."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
 def source_hash(source: Source, signature: str) -> str:
     h = hashlib.sha256()
-    for part in (source.text, signature, sys.version, np.__version__, numba.__version__,
-                 __version__):
+    for part in (code_of(source.text), signature, sys.version, np.__version__,
+                 numba.__version__, __version__):
         h.update(part.encode())
     return h.hexdigest()[:24]
 
@@ -157,11 +167,12 @@ def _compile_in_memory(source: Source, sig, name: str):
 
 
 def _write_once(path: Path, text: str) -> bool:
-    """Make `path` hold `text`; True if it held something else before (a damaged file).
+    """Make `path` hold `text`; True if it held other code before (a damaged file).
 
-    A file that already holds `text` is left alone: older Numba versions key their index on
-    its timestamp, so rewriting it would throw their cache away. Raises OSError if the folder
-    cannot be written.
+    A file that already holds `text`'s code is left alone, even if its comments are another
+    shape's (see `code_of`): older Numba versions key their index on its timestamp, so
+    rewriting it would throw their cache away. Raises OSError if the folder cannot be
+    written.
     """
     data = text.encode()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -171,7 +182,7 @@ def _write_once(path: Path, text: str) -> bool:
         old = None
     except OSError:  # unreadable, or a folder by that name: try to replace it
         old = b""
-    if old == data:
+    if old == data or old and code_of(old.decode(errors="replace")) == code_of(text):
         return False
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:

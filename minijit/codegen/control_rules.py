@@ -117,9 +117,9 @@ def _fori_interchanged(lo, eqn, args, outs):
         a is index_var for a in body.outvars)
     lo.line("# interchanged: each element runs the whole loop in registers")
     for o, v in zip(outs, eqn.outvars):
-        lo.line(f"{o} = {empty_like_var(v)}")
+        lo.line(f"{o} = {empty_like_var(lo, v)}")
     for k, d in enumerate(shape):
-        lo.line(f"for {idx[k]} in range({d}):")
+        lo.line(f"for {idx[k]} in range({lo.dim(d)}):")
         lo.indent += 1
     env = {}
     for v, expr in zip(const_vars, consts):
@@ -189,11 +189,12 @@ def _scan(lo, eqn, args, outs):
         lo.line(f"{o} = {cast(v, a.aval.dtype) if not a.aval.shape else v}")
     ys = outs[nk:]
     for y, v in zip(ys, eqn.outvars[nk:]):
-        lo.line(f"{y} = {empty_like_var(v)}")
+        lo.line(f"{y} = {empty_like_var(lo, v)}")
     # A scan nested in another's body needs its own step variable, or the inner loop would
     # overwrite the outer one's (indentation is the nesting depth: one name per depth).
     t = "_t" if lo.indent == 1 else f"_t{lo.indent}"
-    lo.line(f"for {t} in range({n - 1}, -1, -1):" if p["reverse"] else f"for {t} in range({n}):")
+    lo.line(f"for {t} in range({lo.dim(n)} - 1, -1, -1):" if p["reverse"]
+            else f"for {t} in range({lo.dim(n)}):")
     lo.indent += 1
     x_exprs = [f"{x}[{t}]" for x in xs]
     lo.bind_inputs(body, [*consts, *outs[:nk], *x_exprs])

@@ -95,6 +95,7 @@ def loop_nest(shape: tuple, operands: list) -> tuple[list[str], list[str]]:
 
 
 _LOOP = re.compile(r"\s*for\s+(\w+)\s+in\s+range\(\s*(\d+)\s*\)\s*:\s*")
+_LOOP_SIZE = re.compile(r"range\(\s*(\d+)\s*\)")  # the size a checked loop line runs to
 
 
 def _subscripts(text: str) -> list[str]:
@@ -201,7 +202,8 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             given = out.prealloc.get(outer) or out.reuse.get(outer)
             out.line(f"{outer} = {given}  # reused, see plan_buffers" if outer in out.reuse
                      else f"{outer} = {given}" if given else
-                     f"{outer} = np.empty({tuple(v.aval.shape)}, np.{dtype_name(v.aval.dtype)})")
+                     f"{outer} = np.empty({out.shape(v.aval.shape)}, "
+                     f"np.{dtype_name(v.aval.dtype)})")
     acc = None
     # Reducing the trailing axes (a row-wise sum): the accumulator lives in a register for
     # each row and is stored once, after the inner loops.
@@ -219,7 +221,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             kept_shape = tuple(shape[:n_kept])
             given = out.prealloc.get(acc_name)
             out.line(f"{acc_name} = {given}" if given else
-                     f"{acc_name} = np.empty({kept_shape}, np.{dtype_name(dt)})")
+                     f"{acc_name} = np.empty({out.shape(kept_shape)}, np.{dtype_name(dt)})")
             acc = f"_acc_{acc_name}"
         elif kept:
             kept_shape = tuple(d for k, d in enumerate(shape) if k not in axes)
@@ -228,7 +230,8 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
                 out.line(f"{acc_name} = {given}")
                 out.line(f"{acc_name}[...] = {init}")
             else:
-                out.line(f"{acc_name} = np.full({kept_shape}, {init}, np.{dtype_name(dt)})")
+                out.line(f"{acc_name} = np.full({out.shape(kept_shape)}, {init}, "
+                         f"np.{dtype_name(dt)})")
             acc = f"{acc_name}[{', '.join(kept)}]"
         else:
             out.line(f"{acc_name} = {init}")
@@ -248,7 +251,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     for k in range(len(shape)):
         if in_register and k == n_kept:
             out.line(f"{acc} = {init}")
-        out.line(loops[k].strip())
+        out.line(_LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip()))
         out.indent += 1
     for v, outer in full_inputs:
         env[id(v)] = name(v)

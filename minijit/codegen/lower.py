@@ -87,6 +87,8 @@ class Lowering:
         self.line_eqns: dict[int, str] = {}
         self.current_eqn = ""
         self.fun_name = "f"
+        # size -> the expression that reads it from an argument's shape (`shape_generic`)
+        self.dims: dict[int, str] = {}
 
     # -- writing
     def line(self, text: str) -> None:
@@ -102,6 +104,47 @@ class Lowering:
     def atom(self, a) -> str:
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else self.name(a)
 
+    def dim(self, n: int) -> str:
+        """A size in the generated code: read from an argument's shape where one has it, or
+        within 2 of one (`x[1:]` has `_n0 - 1` elements), so that the same program on other
+        sizes is the same source (see `shape_generic`)."""
+        n = int(n)
+        if n in self.dims or n <= 1:
+            return self.dims.get(n, str(n))
+        for c in (1, 2):
+            if n + c in self.dims:
+                return f"({self.dims[n + c]} - {c})"
+            if n - c in self.dims:
+                return f"({self.dims[n - c]} + {c})"
+        return str(n)
+
+    def shape(self, shape) -> str:
+        """A shape tuple in the generated code, each size written by `dim`."""
+        sizes = [self.dim(d) for d in shape]
+        return f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
+
+    def shape_generic(self, params: list[str], avals: list) -> None:
+        """Bind each size of the entry's array parameters to a name read from its shape.
+
+        `_n0 = x.shape[0]` for the first parameter and axis of each size, other than 0 and
+        1, which stay literals: they decide broadcasting and empty loops, so two programs
+        that differ there are different programs. Sizes computed otherwise than by adding
+        or removing up to 2 (a padding's interior, a flattened product) stay literals too.
+        Every rule writes sizes through `dim`, so a program traced again for other sizes
+        (same ranks, dtypes and pattern of 0s, 1s and equal sizes) generates the same source
+        and shares its compile (`compile.py` keys compiles by the source without its
+        comments, which name shapes).
+
+        Sound by construction: a size is written as a name only where, for the shapes this
+        source is generated for, the name holds that size, so any source is correct for the
+        arguments it was generated for; two shapes that generate the same source are both
+        served correctly by one compile of it."""
+        for param, aval in zip(params, avals):
+            for k, d in enumerate(aval.shape):
+                if d > 1 and d not in self.dims:
+                    self.dims[d] = f"_n{len(self.dims)}"
+                    self.line(f"{self.dims[d]} = {param}.shape[{k}]")
+
     # -- programs
     def lower(self, closed: ClosedJaxpr, fun_name: str, donated: tuple = ()) -> Source:
         self.fun_name = fun_name
@@ -114,6 +157,8 @@ class Lowering:
             self.prealloc[self.name(v)] = f"out{k}"
             params.append(f"out{k}")
         self.plan_reuse(jaxpr, donated)
+        avals = [v.aval for v in (*jaxpr.constvars, *jaxpr.invars, *preallocated)]
+        self.shape_generic(params, avals)
         self.jaxpr_body(jaxpr)
         outs = [self.atom(a) for a in jaxpr.outvars]
         self.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
