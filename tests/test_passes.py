@@ -374,7 +374,7 @@ def test_pass_docstring_states_assumptions_guarantees_and_example(name):
 def test_pipeline_is_the_documented_order():
     assert [p.__name__ for p in PIPELINE] == [
         "inline_jit", "fold_constants", "simplify", "cse", "dce", "counted_loops",
-        "fuse_elementwise"]
+        "fuse_elementwise", "fuse_siblings"]
 
 
 # --------------------------------------------------------------------------- run_passes
@@ -1093,4 +1093,5 @@ def test_jaxpr_pass_keeps_the_name_and_docstring_it_is_given():
     named = jaxpr_pass(lambda jaxpr, consts: jaxpr, name="noop", doc="Does nothing.")
     assert (named.__name__, named.__doc__) == ("noop", "Does nothing.")
     assert [p.__name__ for p in PIPELINE] == ["inline_jit", "fold_constants", "simplify", "cse",
-                                             "dce", "counted_loops", "fuse_elementwise"]
+                                             "dce", "counted_loops", "fuse_elementwise",
+                                             "fuse_siblings"]

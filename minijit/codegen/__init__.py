@@ -37,14 +37,19 @@ class NumbaExecutable:
         self.aliased = outputs_to_copy(closed.jaxpr)  # results never share memory
         self._any_aliased = any(self.aliased)
         self._buffer_specs = [(a.shape, a.dtype) for a in self.source.out_avals]
-        self._plain = not (self._any_scalar_out or self._any_aliased)
+        self._layout = self.source.out_layout  # None: the entry returns every output
+        self._plain = not (self._any_scalar_out or self._any_aliased or self._layout)
 
     def _buffers(self) -> list[np.ndarray]:
         return [np.empty(shape, dtype) for shape, dtype in self._buffer_specs]
 
     def __call__(self, *args):
         args = [_boundary(x, a) for x, a in zip(args, self.in_avals)]
-        outs = self.entry(*self.consts, *args, *self._buffers())
+        buffers = self._buffers()
+        outs = self.entry(*self.consts, *args, *buffers)
+        if self._layout:  # outputs stacked in one buffer are its rows
+            outs = [outs[w[1]] if w[0] == "returned" else buffers[w[1]][w[2]]
+                    for w in self._layout]
         outs = [np.asarray(o, dtype=a.dtype) if s else o
                 for o, a, s in zip(outs, self.out_avals, self._scalar_out)]
         return copy_outputs(outs, self.aliased) if self._any_aliased else outs

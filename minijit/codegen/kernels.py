@@ -198,7 +198,8 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
 
     # Allocate what the loop writes.
     for v, outer in zip(kernel.outvars, out_names):
-        if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
+        if isinstance(v, Var) and not (reduction and v is last.outvars[0]) and (
+                outer not in out.stacked):
             given = out.prealloc.get(outer) or out.reuse.get(outer)
             out.line(f"{outer} = {given}  # reused, see plan_buffers" if outer in out.reuse
                      else f"{outer} = {given}" if given else
@@ -265,7 +266,10 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         for stmt in rule.combine(acc, atom(last.invars[0]), last.outvars[0].aval.dtype):
             out.line(stmt)
     for v, outer in zip(kernel.outvars, out_names):
-        if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
+        if outer in out.stacked:  # a row of a buffer of many outputs (lower._stackable)
+            buffer, row = out.stacked[outer]
+            out.line(f"{buffer}[{row}, {index}] = {atom(v)}")
+        elif isinstance(v, Var) and not (reduction and v is last.outvars[0]):
             out.line(f"{outer}[{index}] = {atom(v)}" if shape else f"{outer}[()] = {atom(v)}")
     if in_register:
         out.indent -= len(shape) - n_kept

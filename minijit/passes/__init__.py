@@ -25,6 +25,7 @@ from minijit.passes.cse import cse
 from minijit.passes.dce import dce
 from minijit.passes.fold_constants import fold_constants
 from minijit.passes.fuse_elementwise import fuse_elementwise, fused_p
+from minijit.passes.fuse_siblings import fuse_siblings
 from minijit.passes.inline_jit import inline_jit
 from minijit.passes.plan_buffers import BufferPlan, plan_buffers
 from minijit.passes.simplify import simplify
@@ -32,7 +33,7 @@ from minijit.passes.simplify import simplify
 Pass = Callable[[ClosedJaxpr], ClosedJaxpr]
 
 PIPELINE: tuple[Pass, ...] = (inline_jit, fold_constants, simplify, cse, dce, counted_loops,
-                              fuse_elementwise)
+                              fuse_elementwise, fuse_siblings)
 
 # Primitives that PIPELINE removes (`inline_jit` flattens every `jit` call). They have impl
 # and abstract-eval rules, since `eval_jaxpr` and `typecheck_jaxpr` take a program as traced,
@@ -79,6 +80,7 @@ def run_passes(closed: ClosedJaxpr, passes: Sequence[Pass] | None = None,
 
 __all__ = [
     "INTRODUCED_BY_PIPELINE", "PIPELINE", "REMOVED_BEFORE_CODEGEN", "BufferPlan", "PassError",
-    "counted_loops", "cse", "dce", "fold_constants", "fori_loop_p", "fuse_elementwise", "fused_p",
+    "counted_loops", "cse", "dce", "fold_constants", "fori_loop_p", "fuse_elementwise",
+    "fuse_siblings", "fused_p",
     "inline_jit", "plan_buffers", "run_passes", "simplify",
 ]

@@ -217,8 +217,8 @@ def _reference_fusion_groups():
 
 # The catalogue programs in which minijit's pipeline builds a kernel (tests/test_build_optimizer.py
 # checks the list): in the others, a piece that fuses nothing would agree too.
-FUSING = ("sin_cos", "scale_shift", "int_arith", "exp_log", "where", "softmax", "long_chain",
-          "fori_loop", "nested_jit")
+FUSING = ("sin_cos", "scale_shift", "two_outputs", "int_arith", "exp_log", "where", "softmax",
+          "long_chain", "fori_loop", "nested_jit")
 _FG_PUBLIC_NAMES = ("sin_cos", "softmax", "long_chain", "where")
 # ex08_may_fuse's programs, with hints of this exercise (theirs are about rule 1, given here).
 _FG_HINTS = {
