@@ -207,6 +207,28 @@ program("exp_log", lambda xnp, x: (xnp.exp(x), xnp.log(x), xnp.log1p(x), xnp.exp
 program("trig_sqrt", lambda xnp, x: (xnp.sin(x), xnp.cos(x), xnp.tan(x), xnp.tanh(x),
                                      xnp.sqrt(xnp.abs(x))),
         normal(7))
+
+
+def _logistic_reference(x):
+    with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x < -709: 1 / inf is 0
+        return 1 / (1 + np.exp(-x))
+
+
+def _erf_reference(x):
+    from scipy.special import erf
+
+    return erf(x)
+
+
+# lax only, as in JAX (jax.nn.sigmoid and jax.scipy.special.erf bind them; jax.numpy has
+# neither): wide arguments, where a naive 1 / (1 + exp(-x)) would overflow, and both dtypes.
+program("logistic_erf", lambda xnp, x, y: (lax.logistic(x), lax.erf(x), lax.logistic(y),
+                                           lax.erf(y), lax.logistic(x * 2.0) + lax.erf(x)),
+        lambda rng: (np.concatenate([rng.uniform(-6, 6, 8), [-800.0, 800.0, -40.0, 0.0]]),
+                     rng.uniform(-100, 100, 6).astype(np.float32)),
+        reference=lambda x, y: (_logistic_reference(x), _erf_reference(x),
+                                _logistic_reference(y), _erf_reference(y),
+                                _logistic_reference(x * 2.0) + _erf_reference(x)))
 program("floor_ceil_sign", lambda xnp, x: (xnp.floor(x), xnp.ceil(x), xnp.sign(x)),
         lambda rng: (np.concatenate([rng.uniform(-3, 3, 6), [0.0, -0.0, 2.0, -2.5]]),))
 program("floor_ceil_int", lambda xnp, x: (xnp.floor(x), xnp.ceil(x), xnp.sign(x)), ints(6))
@@ -238,6 +260,9 @@ program("special_float_unary", lambda xnp, x: (
     xnp.log1p(x), xnp.expm1(x), xnp.tanh(x), xnp.sin(x), xnp.clip(x, -1.0, 1.0),
     xnp.where(x > 0, x, -x), xnp.max(x), xnp.argmax(x), xnp.argmin(x)),
     lambda rng: (SPECIAL_FLOATS,))
+program("special_float_logistic_erf", lambda xnp, x: (lax.logistic(x), lax.erf(x)),
+        lambda rng: (SPECIAL_FLOATS,),
+        reference=lambda x: (_logistic_reference(x), _erf_reference(x)))
 program("int_division_by_zero", lambda xnp, x, y: (x // y, x % y, x // 0, x % 0),
         lambda rng: (np.array([7, -7, 0, 5, -(2**31), 2**31 - 1], np.int32),
                      np.array([0, 0, 0, -1, -1, 2], np.int32)))

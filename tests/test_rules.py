@@ -37,7 +37,8 @@ RULE_TABLES = {
 # The op groups of every first-order primitive. A new primitive must be added here: this is
 # the place that says, deliberately, which passes may treat it as elementwise or commutative.
 UNARY = {"neg", "abs", "sign", "floor", "ceil", "exp", "log", "log1p", "expm1", "sin", "cos",
-         "tan", "tanh", "sqrt", "not", "integer_pow", "convert_element_type", "is_finite"}
+         "tan", "tanh", "logistic", "erf", "sqrt", "not", "integer_pow", "convert_element_type",
+         "is_finite"}
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 BINARY = {"add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "max", "min", "and",
           "or", "xor", "atan2", "rem", "shift_left", "shift_right_logical",

@@ -189,7 +189,7 @@ class Lowering:
         self.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         # The function's name is not in the source: identical programs share one compile.
         head = ["# minijit: generated code; each block names the IR equation it computes.",
-                "import numba", "import numpy as np", "", "",
+                "import math", "import numba", "import numpy as np", "", "",
                 "@numba.njit(error_model='numpy', cache=True)",
                 f"def entry({', '.join(params)}):"]
         shift = len(head) - 1

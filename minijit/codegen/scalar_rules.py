@@ -98,6 +98,19 @@ for _p, _fn in {P.exp_p: "np.exp", P.log_p: "np.log", P.log1p_p: "np.log1p",
     numba_rules[_p] = Expression(_call(_fn))
 
 
+def _logistic(a, eqn):
+    """1 / (1 + exp(-x)) with no overflow: exp(-|x|) is at most 1, and for x < 0 the same
+    value is written exp(x) / (1 + exp(x)); LLVM computes the one exp once (it is pure).
+    The constants are in x's dtype, so float32 stays float32."""
+    x, one = a[0], literal(1, eqn.invars[0].aval.dtype)
+    e = f"np.exp(-abs({x}))"
+    return f"(({one} if {x} >= 0 else {e}) / ({one} + {e}))"
+
+
+numba_rules[P.logistic_p] = Expression(_logistic)
+numba_rules[P.erf_p] = Expression(_call("math.erf"))
+
+
 def _kind(eqn: Eqn) -> str:
     return eqn.invars[0].aval.dtype.kind
 

@@ -69,6 +69,17 @@ def tanh(x):
     return bind(P.tanh_p, x)
 
 
+def logistic(x):
+    """The logistic sigmoid 1 / (1 + exp(-x)), floats only (`jax.nn.sigmoid` binds it)."""
+    return bind(P.logistic_p, x)
+
+
+def erf(x):
+    """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, floats only
+    (`jax.scipy.special.erf` binds it)."""
+    return bind(P.erf_p, x)
+
+
 def sqrt(x):
     return bind(P.sqrt_p, x)
 
