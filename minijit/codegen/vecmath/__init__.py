@@ -1,0 +1,1 @@
+"""Branch-free scalar math functions that LLVM can vectorize inside generated loops."""
