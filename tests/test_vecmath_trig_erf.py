@@ -114,13 +114,44 @@ def test_subnormals(name):
 
 
 def test_large_arguments():
-    """Past the Cody-Waite bound float64 takes libm's reduction; float32 reduces itself."""
-    x = np.array([1e22, 1e300, -1e300, 2.0 ** 1000, 1e7, 3e38])
+    """Past the Cody-Waite bound (2**20 * pi/2) float64 reduces by Payne-Hanek; float32 always."""
+    x = np.array([1e22, 1e300, -1e300, 2.0 ** 1000, 1e7, -3e38, 1647099.0, 1647100.0,
+                  np.finfo(np.float64).max, -np.finfo(np.float64).max])
     assert ulp_distance(run("sin_f64", x), np.sin(x)).max() <= 1
     assert ulp_distance(run("cos_f64", x), np.cos(x)).max() <= 1
-    x32 = np.array([3e38, 1e30, 1e20, 1e10, 16777216.0], np.float32)
-    want = np.sin(x32.astype(np.float64)).astype(np.float32)
-    assert ulp_distance(run("sin_f32", x32), want).max() <= 1
+    x32 = np.array([3e38, -1e30, 1e20, 1e10, 16777216.0, np.finfo(np.float32).max], np.float32)
+    for name, f in (("sin_f32", np.sin), ("cos_f32", np.cos)):
+        want = f(x32.astype(np.float64)).astype(np.float32)
+        assert ulp_distance(run(name, x32), want).max() <= 1
+
+
+def _exact_sin_cos_of_tiny_remainder(m: int, e: int) -> tuple[float, float]:
+    """sin and cos of m * 2**e where the remainder r of x mod pi/2 is so small that sin(r) and
+    r agree to far beyond float64, from 2/pi in exact integer arithmetic."""
+    from fractions import Fraction
+
+    from minijit.codegen.vecmath.trig import _two_over_pi_bits
+
+    n = 1400
+    p = _two_over_pi_bits(n)  # 2/pi * 2**n, and so pi/2 = 2**n / p
+    t = (m * p) << e
+    k, frac = t >> n, t & ((1 << n) - 1)
+    if frac >= 1 << (n - 1):
+        k, frac = k + 1, frac - (1 << n)
+    r = float(Fraction(frac, p))
+    assert abs(r) < 1e-15
+    return [(r, 1.0), (1.0, -r), (-r, -1.0), (-1.0, r)][k % 4]
+
+
+def test_hardest_float64_argument():
+    """6381956970095103 * 2**797 is the float64 closest to a multiple of pi/2 (Kahan and
+    McDonald): cos of it is about 4.7e-19, and only an accurate reduction gets it right."""
+    sin_want, cos_want = _exact_sin_cos_of_tiny_remainder(6381956970095103, 797)
+    x = np.array([6381956970095103 * 2.0 ** 797])
+    assert ulp_distance(run("cos_f64", x), np.array([cos_want])).max() <= 1
+    assert ulp_distance(run("sin_f64", x), np.array([sin_want])).max() <= 1
+    assert ulp_distance(run("cos_f64", -x), np.array([cos_want])).max() <= 1
+    assert ulp_distance(run("sin_f64", -x), np.array([-sin_want])).max() <= 1
 
 
 _VECTOR_ARITHMETIC = re.compile(r"= f(mul|add|sub) [a-z ]*<\d+ x (double|float)>")

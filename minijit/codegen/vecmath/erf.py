@@ -18,10 +18,18 @@ per element, whichever interval it lies in.
 Special values: erf(+-0.0) = +-0.0, erf(+-inf) = +-1, NaN stays NaN; subnormals are scaled
 as fdlibm does (erf(x) ~ 2/sqrt(pi) * x without a spurious underflow).
 
-Accuracy, measured against SciPy's `scipy.special.erf` over a dense grid on [-7, 7], seeded
-samples log-uniform over every binade from the smallest subnormal to the largest float, and
-the special values: erf_f64 1 ulp; erf_f32 (computed in float64, then rounded) 1 ulp against
-SciPy's float64 erf rounded to float32.
+Accuracy, measured over a dense grid of 2,000,001 points on [-20, 20], 2,000 seeded samples
+in every binade from the smallest subnormal to the largest float, 2,000,000 log-uniform
+samples of either sign and the special values (16.4 million float64, 9.1 million float32
+arguments): erf_f64 is within 3 ulp of SciPy's `scipy.special.erf` (15 % of results differ,
+nearly all by 1 ulp; the 3-ulp ones lie in [0.84375, 1.25], where SciPy's Cephes erf is
+itself 3 ulp from libm's `math.erf`, and erf_f64 is within 1 ulp of `math.erf` on [-7, 7]).
+erf_f32 (computed in float64, then rounded) equals SciPy's float64 erf rounded to float32
+on every sample.
+
+Speed (an njit loop over 10**6 float64 in [-10, 10]): about that of `math.erf` called from
+the same loop while `_exp` is a libm call (two of them per element, scalarized in the vector
+loop); beyond |x| >= 6 libm returns early, so there `math.erf` is about 3x faster.
 """
 
 from __future__ import annotations
@@ -58,15 +66,16 @@ QA4, QA5, QA6 = 1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.198449
 # erfc on [1.25, 1/0.35]: exp(-x^2 - 0.5625 + R(s) / S(s)) / x, s = 1 / x^2.
 RA0, RA1 = -9.86494403484714822705e-03, -6.93858572707181764372e-01
 RA2, RA3 = -1.05586262253232909814e+01, -6.23753324503260060396e+01
-RA4, RA5, RA6 = -1.62396669462573470355e+02, -1.84605092906711035994e+02, -8.12874355063065934246e+01
-RA7 = -9.81432934416914548592e+00
+RA4, RA5 = -1.62396669462573470355e+02, -1.84605092906711035994e+02
+RA6, RA7 = -8.12874355063065934246e+01, -9.81432934416914548592e+00
 SA1, SA2, SA3 = 1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02
 SA4, SA5, SA6 = 6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02
 SA7, SA8 = 6.57024977031928170135e+00, -6.04244152148580987438e-02
 # erfc on [1/0.35, 28] (used up to 6).
 RB0, RB1 = -9.86494292470009928597e-03, -7.99283237680523006574e-01
 RB2, RB3 = -1.77579549177547519889e+01, -1.60636384855821916062e+02
-RB4, RB5, RB6 = -6.37566443368389627722e+02, -1.02509513161107724954e+03, -4.83519191608651397019e+02
+RB4, RB5 = -6.37566443368389627722e+02, -1.02509513161107724954e+03
+RB6 = -4.83519191608651397019e+02
 SB1, SB2, SB3 = 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03
 SB4, SB5, SB6 = 3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02
 SB7 = -2.24409524465858183362e+01
@@ -76,7 +85,7 @@ INV_035 = 2.857142857142857  # 1 / 0.35, where fdlibm switches from (RA, SA) to 
 
 @_jit
 def erf_f64(x):
-    """erf(x) for float64 x: within 1 ulp of SciPy's everywhere (measured; see module)."""
+    """erf(x) for float64 x: within 3 ulp of SciPy's, 1 ulp of libm's (measured; see module)."""
     ax = abs(x)
     # |x| < 1.25: one rational, in z = x^2 (A) or s = |x| - 1 (B), coefficients selected.
     a = ax < 0.84375
