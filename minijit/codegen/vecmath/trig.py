@@ -18,9 +18,9 @@ Range reduction, for every finite argument:
   `_reduce_payne_hanek`). Both reductions run for every element and a select keeps one: the
   Payne-Hanek half costs about as much as the rest of the function.
 - float32: computed in float64 (more accurate than float32 arithmetic, and the float64
-  polynomials are exact to float32's precision). x (24 bits) times each 24-bit chunk of 2/pi
-  is exact in float64 and is reduced mod 4 exactly; nine chunks (216 bits of 2/pi) cover
-  every float32 exponent, so this is Payne-Hanek too, valid over the whole float32 range.
+  polynomials are exact to float32's precision), reduced by the same Payne-Hanek scheme for
+  every argument: the 24-bit significand times four 24-bit chunks of 2/pi from a 256-row
+  table gives exact float64 products (`_reduce_f32`).
 The bits of 2/pi come from exact integer arithmetic (Machin's formula), at import.
 
 Special values: sin(+-0.0) = +-0.0 (for |x| < 2**-27, 2**-12 in float32, x itself, which is
@@ -55,7 +55,7 @@ from numba.extending import intrinsic
 
 def _two_over_pi_bits(bits: int) -> int:
     """floor(2/pi * 2**bits), from Machin's formula pi = 16 atan(1/5) - 4 atan(1/239) in
-    integer fixed point with 64 guard bits (so every returned bit is exact)."""
+    integer fixed point, with 64 guard bits to absorb the truncations of the series."""
     scale = bits + 64
     one = 1 << scale
 
@@ -72,36 +72,34 @@ def _two_over_pi_bits(bits: int) -> int:
     return ((2 * one) << bits) // pi
 
 
-# 2/pi in 24-bit chunks: 2/pi = sum(_C32[j]), _C32[j] = (24 bits) * 2**(-24 (j + 1)).
-_CHUNK, _NCHUNKS = 24, 9
-_BITS = _two_over_pi_bits(_CHUNK * _NCHUNKS)
-_C32 = tuple(float((_BITS >> (_CHUNK * (_NCHUNKS - 1 - j))) & ((1 << _CHUNK) - 1))
-             * 2.0 ** (-_CHUNK * (j + 1)) for j in range(_NCHUNKS))
-C0, C1, C2, C3, C4, C5, C6, C7, C8 = _C32
-
-# The float64 Payne-Hanek table: for each biased exponent e (x = M * 2**(e - 1075), M the
-# 53-bit significand), seven 26-bit chunks of 2/pi, from bit e - 1076 of its binary
-# expansion on (bits at or before the point are 0), each scaled so that row e, column j is
-# chunk_j * 2**(-24 - 26 j). Then M * 2**(e - 1075) * 2/pi is congruent mod 4 to
-# M * sum(row e): the bits before the window contribute multiples of 4, and those after it
-# less than 2**-120. 2048 x 7 float64, 112 KiB.
-_PH_CHUNKS, _PH_WIDTH = 7, 26
-_PH_FIRST = -1076  # bit index of chunk 0 for e = 0
-_PH_BITS = 2047 + _PH_FIRST + _PH_CHUNKS * _PH_WIDTH + 64
-_PH_P = _two_over_pi_bits(_PH_BITS)  # 2/pi = _PH_P * 2**-_PH_BITS (bits 1 .. _PH_BITS)
 
 
-def _ph_row(e: int) -> list[float]:
-    row = []
-    for j in range(_PH_CHUNKS):
-        first = e + _PH_FIRST + _PH_WIDTH * j  # index of the chunk's leading bit (1 = 2**-1)
-        last = first + _PH_WIDTH - 1
-        chunk = (_PH_P >> (_PH_BITS - last)) & ((1 << _PH_WIDTH) - 1) if last >= 1 else 0
-        row.append(float(chunk) * 2.0 ** (-24 - _PH_WIDTH * j))
-    return row
+def _payne_hanek_table(n_exponents: int, first: int, chunks: int, width: int,
+                       scale: int) -> np.ndarray:
+    """Row e: `chunks` consecutive `width`-bit chunks of 2/pi's binary expansion, the first
+    starting at bit e + first (bit 1 weighs 2**-1; bits at or before the point are 0), chunk j
+    scaled by 2**(scale - width * j)."""
+    total = n_exponents + first + chunks * width + 64
+    p = _two_over_pi_bits(total)  # 2/pi = p * 2**-total: bits 1 .. total
+    rows = []
+    for e in range(n_exponents):
+        row = []
+        for j in range(chunks):
+            last = e + first + width * j + width - 1  # index of the chunk's lowest bit
+            chunk = (p >> (total - last)) & ((1 << width) - 1) if last >= 1 else 0
+            row.append(float(chunk) * 2.0 ** (scale - width * j))
+        rows.append(row)
+    return np.array(rows)
 
 
-PH_TABLE = np.array([_ph_row(e) for e in range(2048)])
+# For a float64 x = M * 2**(e - 1075) (e the biased exponent, M the 53-bit significand): seven
+# 26-bit chunks of 2/pi from bit e - 1076 on, chunk j scaled by 2**(-24 - 26 j). Then
+# x * 2/pi is congruent mod 4 to M * sum(row e): the bits before the window contribute
+# multiples of 4, those after it less than 2**-120. 2048 x 7 float64, 112 KiB.
+PH_TABLE = _payne_hanek_table(2048, -1076, 7, 26, -24)
+# The same for a float32 x = M * 2**(e - 150) (M 24 bits): four 24-bit chunks from bit
+# e - 151 on, scaled by 2**(-22 - 24 j); bits after the window contribute less than 2**-70.
+PH_TABLE_F32 = _payne_hanek_table(256, -151, 4, 24, -22)
 
 # --------------------------------------------------------------------------- constants (fdlibm)
 
@@ -279,31 +277,45 @@ def cos_f64(x):
     return _sincos_f64(x, True)
 
 
+@intrinsic
+def _bits32(typingctx, x):
+    """The IEEE 754 bits of a float32 as an int32 (an LLVM bitcast)."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.int32(types.float32), codegen
+
+
 @_jit
-def _mod4(t):
-    """t minus a multiple of 4, exactly, for an exact product t (result in [-2, 2], or 0 or
-    -4 where t is so large that it is a multiple of 4 already)."""
-    return t - 4.0 * np.floor(t * 0.25 + 0.5)
+def _reduce_f32(x32):
+    """(k mod 4, r) with x = k*pi/2 + r, |r| <= pi/4 (to rounding), for every finite float32
+    x, in float64: Payne-Hanek with the signed 24-bit significand m times four 24-bit chunks
+    T_j of 2/pi from `PH_TABLE_F32` (exact products). The fractions of m*T_0 and m*T_1 (bits
+    from 2**-46 up) add exactly; m*T_2 and m*T_3 (below 2**-21) add as a double-double."""
+    b = np.int64(_bits32(x32))
+    e = (b >> 23) & 0xFF
+    m = np.float64((b & 0x7FFFFF) | 0x800000)
+    m = -m if b < 0 else m
+    t0, t1, t2, t3 = PH_TABLE_F32[e, 0], PH_TABLE_F32[e, 1], PH_TABLE_F32[e, 2], PH_TABLE_F32[e, 3]
+    k0, f0 = _split_integer(m * t0)
+    k1, f1 = _split_integer(m * t1)
+    k2, f = _split_integer(f0 + f1)
+    hi, lo = _two_sum(f, m * t2)
+    lo += m * t3
+    k = (k0 + k1) + k2
+    r = hi * PIO2_HI + (hi * PIO2_LO + lo * PIO2_HI)
+    return k - 4.0 * np.floor(k * 0.25), r
 
 
 @_jit
 def _sincos_f32(x32, cos):
     x = np.float64(x32)
-    # Payne-Hanek in float64: x * 2/pi mod 4 as the sum of the exact products x * C_j, each
-    # reduced mod 4 exactly; the sum is carried as a double-double (s, e).
-    s, e = _two_sum(_mod4(x * C0), _mod4(x * C1))
-    for c in (C2, C3, C4, C5, C6, C7, C8):  # unrolled by Numba: a tuple of constants
-        s, d = _two_sum(s, _mod4(x * c))
-        e += d
-    s, d = _two_sum(s, e)
-    k = (s + ROUND) - ROUND
-    f = (s - k) + d  # the fraction in [-1/2, 1/2] (s - k is exact)
-    r = f * PIO2_HI + f * PIO2_LO
-    n = k - 4.0 * np.floor(k * 0.25)
+    finite = abs(x) < np.inf
+    n, r = _reduce_f32(x32 if finite else np.float32(1.0))
     v = _by_quadrant(n, _kernel_sin(r, 0.0), _kernel_cos(r, 0.0), cos)
     tiny = abs(x) < 2.44140625e-04  # 2**-12: sin(x) rounds to x, cos(x) to 1 in float32
     v = (1.0 if cos else x) if tiny else v
-    return np.float32(v)
+    return np.float32(v if finite else x - x)  # inf - inf and NaN: NaN
 
 
 @_jit
