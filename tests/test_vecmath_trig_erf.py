@@ -125,33 +125,52 @@ def test_large_arguments():
         assert ulp_distance(run(name, x32), want).max() <= 1
 
 
-def _exact_sin_cos_of_tiny_remainder(m: int, e: int) -> tuple[float, float]:
-    """sin and cos of m * 2**e where the remainder r of x mod pi/2 is so small that sin(r) and
-    r agree to far beyond float64, from 2/pi in exact integer arithmetic."""
+def _reference_sin_cos(x: float) -> tuple[float, float]:
+    """sin(x) and cos(x) with the reduction done exactly: x mod pi/2 from 2/pi in integer
+    arithmetic (1400 bits), then libm on the reduced argument as a double-double r + dr
+    (sin(r + dr) = sin(r) + dr cos(r)). Within about 1 ulp, independently of libm's own
+    reduction."""
+    import math
     from fractions import Fraction
 
     from minijit.codegen.vecmath.trig import _two_over_pi_bits
 
     n = 1400
     p = _two_over_pi_bits(n)  # 2/pi * 2**n, and so pi/2 = 2**n / p
-    t = (m * p) << e
+    m, e = math.frexp(abs(x))
+    m, e = int(m * 2 ** 53), e - 53
+    t = (m * p) << e if e >= 0 else (m * p) >> -e
     k, frac = t >> n, t & ((1 << n) - 1)
     if frac >= 1 << (n - 1):
         k, frac = k + 1, frac - (1 << n)
-    r = float(Fraction(frac, p))
-    assert abs(r) < 1e-15
-    return [(r, 1.0), (1.0, -r), (-r, -1.0), (-1.0, r)][k % 4]
+    exact = Fraction(frac, p)
+    r = float(exact)
+    dr = float(exact - Fraction(r))
+    s, c = math.sin(r) + dr * math.cos(r), math.cos(r) - dr * math.sin(r)
+    s, c = [(s, c), (c, -s), (-s, -c), (-c, s)][k % 4]
+    return (-s if x < 0 else s), c
 
 
 def test_hardest_float64_argument():
     """6381956970095103 * 2**797 is the float64 closest to a multiple of pi/2 (Kahan and
-    McDonald): cos of it is about 4.7e-19, and only an accurate reduction gets it right."""
-    sin_want, cos_want = _exact_sin_cos_of_tiny_remainder(6381956970095103, 797)
-    x = np.array([6381956970095103 * 2.0 ** 797])
-    assert ulp_distance(run("cos_f64", x), np.array([cos_want])).max() <= 1
-    assert ulp_distance(run("sin_f64", x), np.array([sin_want])).max() <= 1
-    assert ulp_distance(run("cos_f64", -x), np.array([cos_want])).max() <= 1
-    assert ulp_distance(run("sin_f64", -x), np.array([-sin_want])).max() <= 1
+    McDonald): cos of it is about -4.7e-19, and only an accurate reduction gets it right
+    (NumPy's and libm's cos miss by 8 ulp)."""
+    x = 6381956970095103 * 2.0 ** 797
+    for arg in (x, -x):
+        sin_want, cos_want = _reference_sin_cos(arg)
+        assert ulp_distance(run("sin_f64", np.array([arg])), np.array([sin_want])).max() <= 1
+        assert ulp_distance(run("cos_f64", np.array([arg])), np.array([cos_want])).max() <= 1
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_large_arguments_against_an_exact_reduction(dtype):
+    """Seeded arguments from 2**20 to the largest float, reduced exactly for the reference."""
+    rng = np.random.default_rng(99)
+    top = np.log2(float(np.finfo(dtype).max))
+    x = (2.0 ** rng.uniform(20, top, 300) * rng.choice([-1, 1], 300)).astype(dtype)
+    want = np.array([_reference_sin_cos(float(v)) for v in x]).astype(dtype)
+    assert ulp_distance(run(f"sin_f{x.dtype.itemsize * 8}", x), want[:, 0]).max() <= 2
+    assert ulp_distance(run(f"cos_f{x.dtype.itemsize * 8}", x), want[:, 1]).max() <= 2
 
 
 _VECTOR_ARITHMETIC = re.compile(r"= f(mul|add|sub) [a-z ]*<\d+ x (double|float)>")
