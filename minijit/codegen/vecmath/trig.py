@@ -35,7 +35,9 @@ and 9.1 million float32 arguments): sin_f64 and cos_f64 at most 1 ulp (1.5 % of 
 differ from NumPy's, by 1 ulp); sin_f32 and cos_f32 0 ulp (every result equal). At the
 float64 argument closest to a multiple of pi/2, 6381956970095103 * 2**797 (Kahan and
 McDonald's), cos_f64 returns the correctly rounded -4.687165924254628e-19, which NumPy and
-libm miss by 8 ulp.
+libm miss by 8 ulp. Against a reference reduced exactly (2/pi in integer arithmetic, libm on
+the reduced argument), 20,000 seeded arguments log-uniform from 1 to the largest float: sin
+and cos at most 1 ulp in float64, 0 ulp in float32.
 
 Speed: an njit loop (error_model='numpy') over 10**6 arguments, medians of 15 interleaved
 runs on a 2-core machine under a load average of 3.4 to 5.8, so the ratios mean more than the
