@@ -198,7 +198,8 @@ def _reduce_payne_hanek(x):
     halves and the table's chunks, the integer parts removed exactly as they appear.
 
     With M = Mh * 2**27 + Ml (26 and 27 bits) and row e = (T0 .. T6), every product
-    A_j = Mh * 2**27 * T_j and B_j = Ml * T_j is exact; A_0 is a multiple of 8 (0 mod 4).
+    A_j = Mh * 2**27 * T_j and B_j = Ml * T_j is exact; A_0 is a multiple of 8 (0 mod 4),
+    so it is left out.
     The fractions of B_0, A_1, B_1, A_2 (bits from 2**-50 up) add exactly; the rest (below
     2**-21 in all) add as a double-double, so the result keeps 2**-120 absolute accuracy
     even where |x| is within 2**-61 of a multiple of pi/2."""
