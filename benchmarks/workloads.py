@@ -82,6 +82,21 @@ def affine_numpy(x):
     return 2.0 * x + 1.0
 
 
+def mlp_numpy(x, w1, b1, w2, b2, w3, b3):
+    h = np.tanh(x @ w1 + b1)
+    h = np.tanh(h @ w2 + b2)
+    return softmax_numpy(h @ w3 + b3)
+
+
+def jacobi_numpy(u, f, h2, tol, max_iters):
+    k, change = 0, np.inf
+    while change >= tol and k < max_iters:
+        new = u.copy()  # the two boundary values stay as they are
+        new[1:-1] = 0.5 * (u[:-2] + u[2:] + h2 * f[1:-1])
+        k, change, u = k + 1, np.max(np.abs(new - u)), new
+    return u
+
+
 # --------------------------------------------------------------------------- numexpr
 # One thread (see set_threads), like the hand-written Numba it is compared with.
 
@@ -198,6 +213,60 @@ def mandelbrot_numba(cr, ci):
 
 
 @_njit
+def _mlp_loop(x, w1, b1, w2, b2, w3, b3, out):
+    # The products are BLAS (np.dot), as for everyone; bias, tanh and the softmax are loops.
+    h = np.dot(x, w1)
+    for i in range(h.shape[0]):
+        for j in range(h.shape[1]):
+            h[i, j] = np.tanh(h[i, j] + b1[j])
+    h2 = np.dot(h, w2)
+    for i in range(h2.shape[0]):
+        for j in range(h2.shape[1]):
+            h2[i, j] = np.tanh(h2[i, j] + b2[j])
+    z = np.dot(h2, w3)
+    for i in range(z.shape[0]):
+        m = -np.inf
+        for j in range(z.shape[1]):
+            z[i, j] += b3[j]
+            m = max(m, z[i, j])
+        s = z.dtype.type(0.0)  # accumulate in the data's precision, as the others do
+        for j in range(z.shape[1]):
+            e = np.exp(z[i, j] - m)
+            out[i, j] = e
+            s += e
+        for j in range(z.shape[1]):
+            out[i, j] = out[i, j] / s
+
+
+def mlp_numba(x, w1, b1, w2, b2, w3, b3):
+    out = np.empty((x.shape[0], w3.shape[1]), x.dtype)
+    _mlp_loop(x, w1, b1, w2, b2, w3, b3, out)
+    return out
+
+
+@_njit
+def _jacobi_loop(u0, f, h2, tol, max_iters, out):
+    # Two buffers swapped each step; the boundary values are in both from the start.
+    u = u0.copy()
+    out[:] = u0
+    n, k, change = u.size, 0, np.inf
+    while change >= tol and k < max_iters:
+        change = 0.0
+        for i in range(1, n - 1):
+            v = 0.5 * (u[i - 1] + u[i + 1] + h2 * f[i])
+            change = max(change, abs(v - u[i]))
+            out[i] = v
+        u, out = out, u
+        k += 1
+    return u  # after the last swap the newest values are in `u`
+
+
+def jacobi_numba(u0, f, h2, tol, max_iters):
+    out = np.empty_like(u0)
+    return _jacobi_loop(u0, f, float(h2), float(tol), int(max_iters), out)
+
+
+@_njit
 def affine_numba(x):
     out = np.empty_like(x)  # tiny arrays: allocating inside is the cheapest call
     for i in range(x.size):
@@ -238,8 +307,27 @@ def traced_programs(xnp, xlax) -> dict[str, Callable]:
     def affine(x):
         return 2.0 * x + 1.0
 
+    def mlp(x, w1, b1, w2, b2, w3, b3):
+        h = xnp.tanh(x @ w1 + b1)
+        h = xnp.tanh(h @ w2 + b2)
+        return softmax(h @ w3 + b3)
+
+    def jacobi(u0, f, h2, tol, max_iters):
+        def not_done(state):
+            k, change, _ = state
+            return (change >= tol) & (k < max_iters)
+
+        def step(state):
+            k, _, u = state
+            inner = 0.5 * (u[:-2] + u[2:] + h2 * f[1:-1])
+            new = xnp.concatenate([u[:1], inner, u[-1:]])  # the boundary values are kept
+            return k + 1, xnp.max(xnp.abs(new - u)), new
+
+        init = (xnp.asarray(0, max_iters.dtype), xnp.asarray(np.inf, u0.dtype), u0)
+        return xlax.while_loop(not_done, step, init)[2]
+
     return {"gelu": gelu, "softmax": softmax, "dense": dense, "newton": newton,
-            "mandelbrot": mandelbrot, "affine": affine}
+            "mandelbrot": mandelbrot, "affine": affine, "mlp": mlp, "jacobi": jacobi}
 
 
 MINIJIT_PROGRAMS = traced_programs(mnp, mlax)
@@ -355,6 +443,38 @@ def gelu_inputs(n: int, dtype) -> tuple:
     return ((2.0 * rng.standard_normal(n)).astype(dtype),)
 
 
+MLP_WIDTH = 512  # input features and hidden units; 10 outputs
+MLP_CLASSES = 10
+
+
+def mlp_inputs(rows: int, dtype) -> tuple:
+    """A batch and three dense layers, scaled so that the tanh units are not saturated."""
+    rng = np.random.default_rng(5)
+
+    def layer(n_in, n_out):
+        return (rng.standard_normal((n_in, n_out)) / math.sqrt(n_in)).astype(dtype), (
+            0.1 * rng.standard_normal(n_out)).astype(dtype)
+
+    x = rng.standard_normal((rows, MLP_WIDTH)).astype(dtype)
+    return (x, *layer(MLP_WIDTH, MLP_WIDTH), *layer(MLP_WIDTH, MLP_WIDTH),
+            *layer(MLP_WIDTH, MLP_CLASSES))
+
+
+JACOBI_TOL = 1e-12
+
+
+def jacobi_inputs(n: int, max_iters: int) -> tuple:
+    """-u'' = f on [0, 1] with u(0) = 1, u(1) = 2, from u = 0 inside. Jacobi converges slowly
+    (the change shrinks by about 1 - 5/n^2 a step), so the iteration count is what stops it
+    at these sizes; the convergence test still runs every step, as it would in a real solver.
+    The scalars are 0-d arrays: one compiled program serves any tolerance or count."""
+    u0 = np.zeros(n)
+    u0[0], u0[-1] = 1.0, 2.0
+    f = np.sin(np.linspace(0.0, np.pi, n))
+    return (u0, f, np.asarray(1.0 / (n - 1) ** 2), np.asarray(JACOBI_TOL),
+            np.asarray(max_iters, np.int64))
+
+
 def _exp10(n: int) -> str:
     e = round(math.log10(n))
     return f"1e{e}" if 10**e == n else str(n)
@@ -366,6 +486,8 @@ def build_workloads(quick: bool = False) -> list[Workload]:
     m = 128 if quick else 512
     newton_n = 10**4 if quick else 10**5
     grid = 100 if quick else 400
+    mlp_rows = 64 if quick else 256
+    jacobi_n, jacobi_iters = (200, 500) if quick else (1000, 5000)
     out = []
     for dtype, tol in ((np.float64, dict(rtol=1e-10, atol=1e-12)),
                        (np.float32, dict(rtol=1e-5, atol=1e-5))):
@@ -406,6 +528,20 @@ def build_workloads(quick: bool = False) -> list[Workload]:
                         f"{grid}x{grid}", mandel_inputs,
                         _impls(mandelbrot_numpy, None, mandelbrot_numba, "mandelbrot"),
                         exact_fraction=1e-3))
+
+    for dtype, tol in ((np.float64, dict(rtol=1e-9, atol=1e-12)),
+                       (np.float32, dict(rtol=2e-4, atol=1e-6))):
+        out.append(Workload(
+            "W7", f"MLP forward {np.dtype(dtype).name}",
+            f"{mlp_rows}x{MLP_WIDTH}", lambda dtype=dtype: mlp_inputs(mlp_rows, dtype),
+            _impls(mlp_numpy, None, mlp_numba, "mlp"), meta={"dtype": np.dtype(dtype).name},
+            **tol))
+
+    out.append(Workload("W8", "Jacobi solver (while_loop)",
+                        f"n={jacobi_n}, <= {jacobi_iters} iterations",
+                        lambda: jacobi_inputs(jacobi_n, jacobi_iters),
+                        _impls(jacobi_numpy, None, jacobi_numba, "jacobi"),
+                        rtol=1e-9, atol=1e-12))
 
     out.append(Workload("W5", "cached call, y = 2x + 1", "n=10",
                         lambda: (np.linspace(-1.0, 1.0, 10),),
