@@ -615,11 +615,139 @@ def memory_child(contender: str, n: int) -> dict:
             "in_bytes": int(x.nbytes), "method": method}
 
 
-if __name__ == "__main__":  # python workloads.py --memory CONTENDER N (used by the benchmark)
+# --------------------------------------------------------------------------- compile scaling
+# Programs of growing size K, written once against `xnp`/`xlax` like `traced_programs`; the
+# NumPy reference runs the same text eagerly with `EagerLax`.
+
+SCALE_N = 1000  # elements of the input: small, the first call's compile is what is measured
+
+
+class EagerLax:
+    """The three control-flow primitives of `lax`, run by Python on NumPy values."""
+
+    @staticmethod
+    def while_loop(cond_fun, body_fun, init):
+        state = init
+        while cond_fun(state):
+            state = body_fun(state)
+        return state
+
+    @staticmethod
+    def fori_loop(lower, upper, body_fun, init):
+        state = init
+        for i in range(lower, upper):
+            state = body_fun(i, state)
+        return state
+
+    @staticmethod
+    def cond(pred, true_fun, false_fun, *operands):
+        return true_fun(*operands) if pred else false_fun(*operands)
+
+
+def scale_program(xnp, xlax, case: str, k: int) -> Callable:
+    """`chain`: K elementwise ops in a row; `outputs`: K outputs that each read the input;
+    `nested`: control flow K levels deep (while_loop > cond > fori_loop > while_loop ...)."""
+    if case == "chain":
+        def chain(x):
+            # a cycle of three ops that no optimizer folds together: scale, shift, sine
+            for j in range(k):
+                x = x * 1.0001 if j % 3 == 0 else x + 0.001 if j % 3 == 1 else xnp.sin(x)
+            return x
+        return chain
+    if case == "outputs":
+        def outputs(x):
+            return [x * (1.0 + j / k) + j for j in range(k)]
+        return outputs
+    if case == "nested":
+        def level(depth: int, v):
+            if depth == 0:
+                return xnp.sin(v) * 0.5 + 0.25
+            kind = ("while", "cond", "fori")[(k - depth) % 3]
+            if kind == "while":
+                def not_done(s):
+                    return s[0] < 4
+
+                def step(s):
+                    return s[0] + 1, level(depth - 1, s[1])
+                return xlax.while_loop(not_done, step, (xnp.asarray(0), v))[1]
+            if kind == "cond":
+                return xlax.cond(xnp.max(v) > 0.0, lambda u: level(depth - 1, u),
+                                 lambda u: u * 0.9, v)
+            return xlax.fori_loop(0, 3, lambda i, u: level(depth - 1, u), v)
+
+        def nested(x):
+            return level(k, x)
+        return nested
+    raise ValueError(case)
+
+
+SCALE_CASES = {  # case: (what K means, full-run K, --quick K)
+    "chain": ("K elementwise ops in a chain", (10, 100, 1000, 5000), (10, 100)),
+    "outputs": ("K outputs `x * c_k + k`, each reading x", (10, 100, 1000), (10, 100)),
+    "nested": ("control flow K deep: while_loop > cond > fori_loop", (1, 2, 3), (1, 2, 3)),
+}
+
+
+def scale_child(contender: str, case: str, k: int) -> dict:
+    """The first call of a `scale_program` in this fresh process: its time, minijit's stages,
+    the peak rise of resident memory during it (compiling included) and a check against
+    NumPy. The disk cache is pointed at an empty folder by the caller."""
+    import time
+
+    x = np.linspace(-1.0, 1.0, SCALE_N)
+    expected = scale_program(np, EagerLax, case, k)(x)
+    if contender == "jax":
+        jax, reason = load_jax()
+        if jax is None:
+            return {"skipped": reason}
+        import jax.numpy as jnp
+
+        fn = jax.jit(scale_program(jnp, jax.lax, case, k))
+        arg = jax.device_put(x)
+
+        def call():
+            return jax.block_until_ready(fn(arg))
+    else:
+        import minijit.codegen  # noqa: F401  Numba's import is not part of the first call
+
+        fn = mj.jit(scale_program(mnp, mlax, case, k), backend="numba")
+        numba.njit(lambda v: v + 1.0)(1.0)  # nor is Numba's one-off initialisation
+
+        def call():
+            return fn(x)
+    gc.collect()
+    reset = os.path.exists("/proc/self/clear_refs") and _reset_peak()
+    before = _status_kib("VmRSS") if reset else _maxrss_kib()
+    t0 = time.perf_counter()
+    got = call()
+    first = time.perf_counter() - t0
+    peak = _status_kib("VmHWM") if reset else _maxrss_kib()
+    got_list = got if isinstance(got, list | tuple) else [got]
+    want_list = expected if isinstance(expected, list) else [expected]
+    ok = len(got_list) == len(want_list) and all(
+        np.allclose(np.asarray(g), w, rtol=1e-9, atol=1e-12) for g, w in zip(got_list, want_list))
+    out = {"first_call": first, "peak_rise_bytes": max(0, peak - before) * 1024, "ok": ok,
+           "memory_method": "VmHWM after reset" if reset else "ru_maxrss"}
+    if contender == "minijit":
+        out["stages"] = fn.cache_entries()[0].timings
+    return out
+
+
+def _maxrss_kib() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+if __name__ == "__main__":  # used by the benchmark, each in a fresh process:
+    # python workloads.py --memory CONTENDER N; python workloads.py --scale CONTENDER CASE K
     import sys
 
+    set_threads(1)
     if len(sys.argv) == 4 and sys.argv[1] == "--memory":
-        set_threads(1)
         print(json.dumps(memory_child(sys.argv[2], int(sys.argv[3]))))
+    elif len(sys.argv) == 5 and sys.argv[1] == "--scale":
+        print(json.dumps(scale_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))))
     else:
-        sys.exit("usage: python workloads.py --memory CONTENDER N")
+        sys.exit("usage: python workloads.py --memory CONTENDER N | "
+                 "--scale CONTENDER CASE K")
