@@ -10,7 +10,10 @@ relative to hand-written Numba); DIR defaults to benchmarks/results/ (git-ignore
 
 Workloads (see workloads.py and README.md): W1 GELU, W2 softmax, W3 relu(A @ B + b), W4 Newton
 and Mandelbrot loops, W5 the cost of one cached call, W6 the first call (cold in this process;
-in a new process with a warm disk cache), MEM the peak memory of W1. Every contender's result
+in a new process with a warm disk cache), W7 an MLP forward pass, W8 a Jacobi while_loop
+solver, W9 the first call of a compiled program at a new shape, MEM the peak memory of W1,
+SCALE the first call of programs of growing size (each in a process of its own, with a time
+limit), minijit against JAX. Every contender's result
 is checked against NumPy's before it is timed; a wrong one is reported as FAILED. Timings are
 medians of repeated runs, the contenders of a workload interleaved run by run, so that a
 change of load on a shared machine hits all of them alike: compare ratios within one run.

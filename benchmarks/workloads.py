@@ -7,8 +7,9 @@ written once against a `jax.numpy`-like module and used for both JAX and minijit
 snippet runs on minijit by changing the import.
 
 `build_workloads(quick)` lists the workloads to time; NumPy eager's result is every other
-contender's reference. `memory_child` measures the peak memory of one W1 call (it runs in a
-fresh process, started by the benchmark).
+contender's reference. `memory_child` measures the peak memory of one W1 call and
+`scale_child` the first call of a `scale_program` of size K (each runs in a fresh process,
+started by the benchmark).
 """
 
 from __future__ import annotations
