@@ -692,7 +692,8 @@ SCALE_CASES = {  # case: (what K means, full-run K, --quick K)
 def scale_child(contender: str, case: str, k: int) -> dict:
     """The first call of a `scale_program` in this fresh process: its time, minijit's stages,
     the peak rise of resident memory during it (compiling included) and a check against
-    NumPy. The disk cache is pointed at an empty folder by the caller."""
+    NumPy. minijit's disk cache is pointed at an empty folder by the caller; JAX's
+    persistent compilation cache is off unless configured."""
     import time
 
     x = np.linspace(-1.0, 1.0, SCALE_N)
@@ -705,6 +706,9 @@ def scale_child(contender: str, case: str, k: int) -> dict:
 
         fn = jax.jit(scale_program(jnp, jax.lax, case, k))
         arg = jax.device_put(x)
+        # Like Numba's below, JAX's one-off start (the CPU client, the first jit) is not part
+        # of the first call measured.
+        jax.block_until_ready(jax.jit(lambda v: v + 1.0)(arg))
 
         def call():
             return jax.block_until_ready(fn(arg))
