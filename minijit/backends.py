@@ -1,6 +1,6 @@
 """Backends: what turns an (optimized) ClosedJaxpr into something callable (chapters 04, 09).
 
-A backend has a `name` and `compile(closed_jaxpr) -> Executable`. An executable is called
+A backend has a `name` and `compile(closed_jaxpr, fun_name, donated, parallel) -> Executable`. An executable is called
 with the flat list of dynamic arguments and returns the flat list of outputs, and can show
 what it runs with `as_text()`. `jit` looks backends up by name, so adding one (Numba code
 generation in chapter 09) is one entry in `BACKENDS`.
@@ -39,9 +39,9 @@ class InterpreterExecutable:
 class InterpreterBackend:
     name = "interpreter"
 
-    def compile(self, closed: ClosedJaxpr, fun_name: str = "f",
-                donated: tuple = ()) -> InterpreterExecutable:
-        return InterpreterExecutable(closed)
+    def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+                parallel: bool = False) -> InterpreterExecutable:
+        return InterpreterExecutable(closed)  # one thread: `parallel` changes nothing here
 
 
 class NumbaBackend:
@@ -50,10 +50,11 @@ class NumbaBackend:
 
     name = "numba"
 
-    def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = ()):
+    def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+                parallel: bool = False):
         from minijit.codegen import NumbaExecutable
 
-        return NumbaExecutable(closed, fun_name, donated)
+        return NumbaExecutable(closed, fun_name, donated, parallel)
 
 
 BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend()}

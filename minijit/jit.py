@@ -192,7 +192,7 @@ class JitFunction:
     """What `jit(f)` returns: call it like `f`; inspect it with `trace`, `lower`, the cache."""
 
     def __init__(self, fun: Callable, *, static_argnums=None, static_argnames=None,
-                 donate_argnums=None, backend: str | None = None):
+                 donate_argnums=None, backend: str | None = None, parallel: bool = False):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
         # First: update_wrapper copies fun.__dict__, which for jit(jit(f)) holds the inner
@@ -201,8 +201,9 @@ class JitFunction:
         self.fun = fun
         self.spec = ArgSpec.make(fun, static_argnums, static_argnames, donate_argnums)
         self.backend = get_backend(backend)
+        self.parallel = bool(parallel)
         options = (self.spec.static_argnums, self.spec.static_argnames,
-                   self.spec.donate_argnums, self.backend.name)
+                   self.spec.donate_argnums, self.backend.name, self.parallel)
         self._cache = _cache_for(fun, options)
         # The fast path handles the common call: positional NumPy arrays, nothing static.
         self._fast_ok = not (self.spec.static_argnums or self.spec.static_argnames
@@ -328,7 +329,8 @@ class JitFunction:
         t1 = perf_counter()
         optimized = optimize(traced)  # run_passes typechecks after every pass
         t2 = perf_counter()
-        executable = self.backend.compile(optimized, self.spec.fun_name, tuple(split.donated))
+        executable = self.backend.compile(optimized, self.spec.fun_name, tuple(split.donated),
+                                          self.parallel)
         t3 = perf_counter()
         timings = {"trace": t1 - t0, "optimize": t2 - t1, "compile": t3 - t2}
         timings.update(getattr(executable, "timings", {}))  # codegen / compile, if split
@@ -452,14 +454,17 @@ class Lowered:
         if self.traced.jitted.backend.name == "numba":
             from minijit.codegen import lower_jaxpr
 
-            return lower_jaxpr(self.jaxpr, self.traced.jitted.spec.fun_name).text
+            jitted = self.traced.jitted
+            return lower_jaxpr(self.jaxpr, jitted.spec.fun_name, tuple(self.traced.split.donated),
+                               jitted.parallel).text
         return str(self.jaxpr)
 
     @errors.api_boundary
     def compile(self) -> Compiled:
         backend = self.traced.jitted.backend
         return Compiled(self, backend.compile(self.jaxpr, self.traced.jitted.spec.fun_name,
-                                              tuple(self.traced.split.donated)))
+                                              tuple(self.traced.split.donated),
+                                              self.traced.jitted.parallel))
 
 
 @dataclass
@@ -515,14 +520,16 @@ class Compiled:
 
 @errors.api_boundary
 def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
-        donate_argnums=None, backend: str | None = None):
+        donate_argnums=None, backend: str | None = None, parallel: bool = False):
     """Compile `fun` for the shapes and dtypes it is called with; reuse it while they repeat.
 
     Works as `@jit`, `jit(f, static_argnums=...)`, `@jit(static_argnums=...)` and
-    `functools.partial(jit, static_argnums=...)`.
+    `functools.partial(jit, static_argnums=...)`. `parallel=True` (minijit's own option,
+    not JAX's) runs the outer loop of each large kernel (2**16 elements or more) on Numba's
+    threads; off by default, since threads pay only on large arrays and a busy machine.
     """
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
-                   donate_argnums=donate_argnums, backend=backend)
+                   donate_argnums=donate_argnums, backend=backend, parallel=parallel)
     if fun is None:
         return functools.partial(jit, **options)
     return JitFunction(fun, **options)

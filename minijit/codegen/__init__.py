@@ -20,9 +20,10 @@ from minijit.passes.plan_buffers import copy_outputs, outputs_to_copy
 class NumbaExecutable:
     """Calls the compiled entry point; `as_text()` is the generated source."""
 
-    def __init__(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = ()):
+    def __init__(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+                 parallel: bool = False):
         t0 = time.perf_counter()
-        self.source = lower_jaxpr(closed, fun_name, donated)
+        self.source = lower_jaxpr(closed, fun_name, donated, parallel)
         t1 = time.perf_counter()
         avals = [v.aval for v in (*closed.jaxpr.constvars, *closed.jaxpr.invars)]
         avals += self.source.out_avals

@@ -249,10 +249,19 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         else:
             env[id(v)] = outer  # read through broadcast_in_dim's index arithmetic
 
+    # jit(parallel=True): the outer loop of a large kernel runs on Numba's threads, when its
+    # iterations write disjoint elements (a reduction only along other axes than the first)
+    threads = (getattr(out, "parallel", False) and out.indent == 1 and shape
+               and int(np.prod(shape)) >= out.PARALLEL_AT
+               and not (reduction and 0 in last.params["axes"]))
     for k in range(len(shape)):
         if in_register and k == n_kept:
             out.line(f"{acc} = {init}")
-        out.line(_LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip()))
+        loop = _LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip())
+        if threads and k == 0:
+            loop = loop.replace(" in range(", " in numba.prange(", 1)
+            out.threaded = True
+        out.line(loop)
         out.indent += 1
     for v, outer in full_inputs:
         env[id(v)] = name(v)

@@ -77,7 +77,14 @@ def _describe(eqn: Eqn, names) -> str:
 
 
 class Lowering:
-    def __init__(self):
+    # with parallel=True, kernels of this many elements or more use threads: below it, starting
+    # the threads costs more than they save
+    PARALLEL_AT = 1 << 16
+
+    def __init__(self, parallel: bool = False):
+        # jit(..., parallel=True): large kernels run their outer loop on Numba's threads
+        self.parallel = parallel
+        self.threaded = False  # whether any loop got `numba.prange` (the decorator says so)
         self.lines: list[str] = []
         self.indent = 1
         self.names = VarNames()
@@ -190,7 +197,8 @@ class Lowering:
         # The function's name is not in the source: identical programs share one compile.
         head = ["# minijit: generated code; each block names the IR equation it computes.",
                 "import math", "import numba", "import numpy as np", "", "",
-                "@numba.njit(error_model='numpy', cache=True)",
+                "@numba.njit(error_model='numpy', cache=True"
+                + (", parallel=True)" if self.threaded else ")"),
                 f"def entry({', '.join(params)}):"]
         shift = len(head) - 1
         line_eqns = {k + shift: e for k, e in self.line_eqns.items()}
@@ -345,6 +353,7 @@ def _one_equation_kernel(eqn: Eqn) -> tuple[Jaxpr, list[Var]]:
 
 
 
-def lower_jaxpr(closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = ()) -> Source:
+def lower_jaxpr(closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+                parallel: bool = False) -> Source:
     """The Numba source for `closed` (see the module docstring)."""
-    return Lowering().lower(closed, fun_name, donated)
+    return Lowering(parallel).lower(closed, fun_name, donated)

@@ -1,0 +1,88 @@
+"""jit(..., parallel=True): large kernels run their outer loop on Numba's threads.
+
+Only loops whose iterations write disjoint elements are threaded: elementwise kernels, and
+reductions that keep the first axis (a row-wise sum, each row its own accumulator). A full
+reduction, or one along the first axis, stays serial, since its iterations share the
+accumulator. Values must equal the serial program's exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijit as mj
+import minijit.numpy as mnp
+from minijit.codegen.lower import Lowering
+
+N = Lowering.PARALLEL_AT  # the smallest kernel that gets threads
+
+
+def gelu(x):
+    return 0.5 * x * (1 + mnp.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+
+def softmax(x):
+    e = mnp.exp(x - mnp.max(x, axis=1, keepdims=True))
+    return e / mnp.sum(e, axis=1, keepdims=True)
+
+
+def column_sums(x):
+    return mnp.sum(mnp.sin(x), axis=0)
+
+
+def total(x):
+    return mnp.max(mnp.cos(x)) + mnp.sum(x * 2.0)
+
+
+CASES = [(gelu, (N,)), (softmax, (N // 256, 256)), (column_sums, (N // 64, 64)),
+         (total, (N,))]
+
+
+@pytest.mark.parametrize("fun,shape", CASES, ids=[f.__name__ for f, _ in CASES])
+def test_threaded_programs_give_the_serial_values(fun, shape):
+    x = np.random.default_rng(0).normal(size=shape)
+    serial = mj.jit(fun, backend="numba")(x)
+    threaded = mj.jit(fun, backend="numba", parallel=True)(x)
+    np.testing.assert_array_equal(threaded, serial)
+
+
+def test_only_loops_with_disjoint_iterations_are_threaded():
+    def text(fun, shape):
+        return mj.jit(fun, backend="numba", parallel=True).lower(np.ones(shape)).as_text()
+
+    assert "for i0 in numba.prange(_n0):" in text(gelu, (N,))
+    assert "parallel=True" in text(gelu, (N,))
+    sm = text(softmax, (N // 256, 256))
+    assert sm.count("numba.prange(") == 3  # the max, the exp and sum, the division
+    cols = text(column_sums, (N // 64, 64))
+    assert "prange" not in cols  # summing along axis 0: every iteration adds to each column
+    whole = text(total, (N,))
+    assert "prange" not in whole
+
+
+def test_small_kernels_and_the_default_stay_serial():
+    small = mj.jit(gelu, backend="numba", parallel=True).lower(np.ones(N - 1)).as_text()
+    assert "prange" not in small and "parallel=True" not in small
+    default = mj.jit(gelu, backend="numba").lower(np.ones(N)).as_text()
+    assert "prange" not in default
+
+
+def test_parallel_is_part_of_the_cache_key():
+    f = mj.jit(gelu, backend="numba")
+    g = mj.jit(gelu, backend="numba", parallel=True)
+    x = np.ones(N)
+    f(x)
+    g(x)
+    assert f._cache is not g._cache
+
+
+def test_loop_bodies_stay_serial():
+    """A kernel inside a while_loop body runs once per iteration: it stays serial."""
+    def f(x):
+        return mj.lax.fori_loop(0, 3, lambda i, v: mnp.sin(v) * 0.5 + v, x)
+
+    x = np.linspace(0.0, 1.0, N)
+    jf = mj.jit(f, backend="numba", parallel=True)
+    assert "prange" not in jf.lower(x).as_text()
+    np.testing.assert_array_equal(jf(x), mj.jit(f, backend="numba")(x))
