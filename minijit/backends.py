@@ -2,8 +2,8 @@
 
 A backend has a `name` and `compile(closed_jaxpr, fun_name, donated, parallel) -> Executable`.
 An executable is called with the flat list of dynamic arguments and returns the flat list of
-outputs, and can show what it runs with `as_text()`. `jit` looks backends up by name, so adding one (Numba code
-generation in chapter 09) is one entry in `BACKENDS`.
+outputs, and can show what it runs with `as_text()`. `jit` looks backends up by name, so adding
+one (Numba code generation in chapter 09) is one entry in `BACKENDS`.
 """
 
 from __future__ import annotations
