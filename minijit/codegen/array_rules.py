@@ -3,8 +3,8 @@
 The `Statements` entries of the rule table (`codegen/rules.py`) for primitives that are not
 elementwise. Each `rule(lo, eqn, args, outs)` writes statements through the `Lowering` `lo`:
 `args` are the operands' expressions, `outs` the names its results get. Every rule leaves a
-fresh, C-contiguous array (or a view that nothing modifies), so later rules can rely on the
-layout.
+fresh, C-contiguous array (or a C-contiguous view that nothing modifies), so later rules can
+rely on the layout.
 """
 
 from __future__ import annotations
@@ -57,7 +57,17 @@ def _slices(lo, starts, limits, strides=None) -> str:
 def _slice(lo, eqn, args, outs):
     p = eqn.params
     sub = _slices(lo, p["start_indices"], p["limit_indices"], p["strides"])
-    lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
+    shape = shape_of(eqn.invars[0])
+    # A unit-step slice of the leading axis alone is a C-contiguous view: no copy. `plan_buffers` counts every slice as a view of its operand (NumPy's slices
+    # are views too), so nothing writes the operand while the view is alive.
+    leading = all(st == 1 for st in (p["strides"] or (1,) * len(shape))) and all(
+        (s, e) == (0, d) for s, e, d in
+        zip(p["start_indices"][1:], p["limit_indices"][1:], shape[1:]))
+    if leading:  # Numba types the view as layout 'A': `c_view` says what it is (layout.py)
+        lo.imports.add("from minijit.codegen.layout import c_view")
+        lo.line(f"{outs[0]} = c_view({args[0]}[{sub}])")
+    else:
+        lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
 
 
 def _rev(lo, eqn, args, outs):
@@ -76,10 +86,14 @@ def _squeeze(lo, eqn, args, outs):
 
 def _concatenate(lo, eqn, args, outs):
     o, dim = eqn.outvars[0], eqn.params["dimension"]
-    lo.line(f"{outs[0]} = {empty_like_var(lo, o)}")
+    if outs[0] not in lo.allocated:  # else a kernel operand allocated it, to write into it
+        lo.line(f"{outs[0]} = {empty_like_var(lo, o)}")
     offset = 0
     for a, expr in zip(eqn.invars, args):
         n = shape_of(a)[dim]
+        if lo.into.get(expr, ("",))[0] == outs[0]:  # already in place
+            offset += n
+            continue
         sub = ", ".join(f"{lo.dim(offset)}:{lo.dim(offset + n)}" if k == dim else ":"
                         for k in range(len(shape_of(o))))
         lo.line(f"{outs[0]}[{sub}] = {expr}")

@@ -19,7 +19,9 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass, field
 
+from minijit import primitives as P
 from minijit.codegen import array_rules, control_rules  # noqa: F401 - they fill numba_rules
+from minijit.codegen.array_rules import empty_like_var
 from minijit.codegen.control_rules import interchangeable  # noqa: F401
 from minijit.codegen.kernels import emit_kernel
 from minijit.codegen.rules import (
@@ -95,6 +97,11 @@ class Lowering:
         # outer name of an output -> (buffer parameter, row): many outputs of one shape are
         # rows of one buffer (`_stackable`)
         self.stacked: dict[str, tuple[str, int]] = {}
+        # outer name of a kernel output -> (its concatenation's name, the statement allocating
+        # that, the rows it fills): the kernel writes there, not into an array of its own
+        self.into: dict[str, tuple[str, str, str]] = {}
+        self.allocated: set[str] = set()  # concatenations allocated ahead, by such a kernel
+        self.imports: set[str] = set()  # import lines that rules need in the module
         # outer name of a kernel output -> the dead array it writes into (plan_buffers)
         self.reuse: dict[str, str] = {}
         self.line_eqns: dict[int, str] = {}
@@ -196,7 +203,8 @@ class Lowering:
         self.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         # The function's name is not in the source: identical programs share one compile.
         head = ["# minijit: generated code; each block names the IR equation it computes.",
-                "import math", "import numba", "import numpy as np", "", "",
+                "import math", "import numba", "import numpy as np", *sorted(self.imports),
+                "", "",
                 "@numba.njit(error_model='numpy', cache=True"
                 + (", parallel=True)" if self.threaded else ")"),
                 f"def entry({', '.join(params)}):"]
@@ -217,10 +225,11 @@ class Lowering:
         owner: dict[int, Var] = {}  # buffer -> the last value that held it
         for b, k in plan.reused_from_input.items():  # donated arguments' arrays
             owner[b] = jaxpr.invars[k]
+        into = _written_into_concatenation(jaxpr)
         for v in (o for e in jaxpr.eqns for o in e.outvars):
             b = plan.buffer_of.get(id(v))
-            if b is None:
-                continue
+            if b is None or id(v) in into:  # a view of its concatenation: neither gives
+                continue                    # nor takes a buffer
             prev = owner.get(b)
             if (prev is not None and prev.aval.shape == v.aval.shape
                     and prev.aval.dtype == v.aval.dtype and owns_its_memory(plan.roots, prev)):
@@ -255,6 +264,10 @@ class Lowering:
         return _describe(eqn, self.names)
 
     def jaxpr_body(self, jaxpr: Jaxpr) -> None:
+        for v, (concat, offset) in _written_into_concatenation(jaxpr).items():
+            z = concat.outvars[0]
+            sub = f"{self.dim(offset)}:{self.dim(offset + v.aval.shape[0])}"
+            self.into[self.name(v)] = (self.name(z), empty_like_var(self, z), sub)
         for eqn in jaxpr.eqns:
             self.current_eqn = _describe(eqn, self.names)
             self.line(f"# {self.current_eqn}")
@@ -317,6 +330,37 @@ def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
         if _is_kernel(e.primitive):
             out.append(a)
     return out
+
+
+def _written_into_concatenation(jaxpr: Jaxpr) -> dict:
+    """Kernel outputs that only a concatenation along axis 0 reads: {output: (that
+    concatenate equation, the output's first row in it)}.
+
+    Such a kernel writes straight into its rows of the concatenation's result, a
+    C-contiguous view (`u_new = concatenate([u[:1], kernel(u), u[-1:]])` copies only the two
+    ends). The view neither takes nor gives a buffer in `plan_reuse`, so nothing else is
+    written into those rows."""
+    uses: dict[int, int] = {}
+    for e in jaxpr.eqns:
+        for a in e.invars:
+            if isinstance(a, Var):
+                uses[id(a)] = uses.get(id(a), 0) + 1
+    for a in jaxpr.outvars:
+        if isinstance(a, Var):
+            uses[id(a)] = uses.get(id(a), 0) + 1
+    producer = {id(v): e for e in jaxpr.eqns for v in e.outvars}
+    found = {}
+    for e in jaxpr.eqns:
+        if e.primitive is not P.concatenate_p or e.params["dimension"] != 0:
+            continue
+        offset = 0
+        for a in e.invars:
+            k = producer.get(id(a)) if isinstance(a, Var) else None
+            if (k is not None and k.primitive is fused_p and k.params["kind"] == "elementwise"
+                    and uses[id(a)] == 1 and a.aval.shape[0] > 0):
+                found[a] = (e, offset)
+            offset += a.aval.shape[0]
+    return found
 
 
 STACK_AT = 8  # this many outputs of one shape and dtype or more share one buffer
