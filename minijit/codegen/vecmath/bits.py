@@ -1,0 +1,115 @@
+"""Bit-level helpers for the vector math functions: reinterpret casts and exact powers of two.
+
+Everything here compiles to one or two integer or bit-cast instructions, which LLVM's loop
+vectorizer widens lane by lane; nothing calls libm. The casts are `numba.extending.intrinsic`s
+that emit an LLVM `bitcast`, the same bits read as another type (what C does with a union or
+`memcpy`, and what NumPy's `.view` does for whole arrays).
+
+Invariants:
+- `f64_bits(x)` / `f64_from_bits(i)` and `f32_bits(x)` / `f32_from_bits(i)` are exact inverses.
+  `f32_bits` returns an int32; `f32_from_bits` accepts any integer and keeps its low 32 bits
+  (Numba computes `int32 + int32` in int64, so the f32 code does its integer work in int64).
+- `pow2_f64(k)` is exactly 2**k for integer k in [-1022, 1023] (normal doubles), `pow2_f32(k)`
+  exactly 2**k for k in [-126, 127]. Outside those ranges the result is garbage, so callers
+  clamp `k` first or split the scaling into two factors (see `exp_log.exp_f64`).
+- `f64_from_small_int(k)` is exactly float(k) for |k| < 2**51, without an int64 -> double
+  conversion instruction (AVX2 has none for vectors; the add-a-shifter trick needs only an
+  integer add and a float subtract).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+# 1.5 * 2**52: adding it to a double of magnitude below 2**51 rounds that double to an integer
+# (round-to-nearest-even, the current rounding mode) and leaves the integer in the low
+# mantissa bits, so `bits(x + SHIFTER) - bits(SHIFTER)` is that integer as an int64.
+SHIFTER_F64 = 6755399441055744.0
+SHIFTER_F64_BITS = 0x4338000000000000
+
+
+@intrinsic
+def f64_bits(typingctx, x):
+    """The 64 bits of a float64 as an int64 (LLVM `bitcast double to i64`)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def f64_from_bits(typingctx, i):
+    """The float64 whose bits are the int64 `i` (LLVM `bitcast i64 to double`)."""
+    if not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        v = args[0]
+        if signature.args[0].bitwidth < 64:
+            v = builder.sext(v, ir.IntType(64))
+        return builder.bitcast(v, ir.DoubleType())
+
+    return types.float64(i), codegen
+
+
+@intrinsic
+def f32_bits(typingctx, x):
+    """The 32 bits of a float32 as an int32 (LLVM `bitcast float to i32`)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def f32_from_bits(typingctx, i):
+    """The float32 whose bits are the low 32 bits of the integer `i` (trunc, then bitcast)."""
+    if not isinstance(i, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        v = args[0]
+        width = signature.args[0].bitwidth
+        if width > 32:
+            v = builder.trunc(v, ir.IntType(32))
+        elif width < 32:
+            v = builder.sext(v, ir.IntType(32))
+        return builder.bitcast(v, ir.FloatType())
+
+    return types.float32(i), codegen
+
+
+@njit(inline="always")
+def pow2_f64(k):
+    """2.0**k for int k in [-1022, 1023]: the biased exponent k + 1023 in bits 52..62."""
+    return f64_from_bits((k + 1023) << 52)
+
+
+@njit(inline="always")
+def pow2_f32(k):
+    """np.float32(2.0**k) for int k in [-126, 127]: the biased exponent k + 127 in bits 23..30."""
+    return f32_from_bits((k + 127) << 23)
+
+
+@njit(inline="always")
+def f64_from_small_int(k):
+    """float(k) for int k with |k| < 2**51, exactly (see SHIFTER_F64)."""
+    return f64_from_bits(k + SHIFTER_F64_BITS) - SHIFTER_F64
+
+
+@njit(inline="always")
+def copysign_f64(mag, sign_source):
+    """|mag| with the sign bit of `sign_source` (both float64; `mag` must have its sign clear).
+
+    `(bits >> 63) << 63` keeps only the sign bit: the arithmetic shift smears it over the word,
+    the left shift clears the rest. Written this way to avoid a 2**63 literal, which Numba
+    would type as uint64 (and int64 & uint64 promotes to float64)."""
+    return f64_from_bits(f64_bits(mag) | ((f64_bits(sign_source) >> 63) << 63))

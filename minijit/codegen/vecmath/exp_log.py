@@ -1,0 +1,346 @@
+"""exp, expm1, log and log1p for float64 and float32, without libm, so that loops vectorize.
+
+Method (the classic one of Cody & Waite, fdlibm, Cephes, SLEEF and Eigen):
+
+exp / expm1: x = k*ln2 + r with k = round(x/ln2) and |r| <= ln2/2 (Cody-Waite: ln2 split into
+    a high part with 21 trailing zero bits, so k*LN2_HI is exact for |k| < 2**21, and a low
+    part), exp(r) or expm1(r) from a polynomial, then a scale by 2**k built from exponent bits.
+    The polynomials are the Taylor series of exp truncated where the remainder is below a
+    quarter ulp on |r| <= ln2/2: degree 13 for float64 (r**14/14! < 2**-57), degree 7 or 8 for
+    float32 (computed in float64, remainder < 2**-28).
+log / log1p: x = 2**k * m with m in [sqrt(1/2), sqrt(2)), found with integer arithmetic on
+    the bits (fdlibm's trick: add the bits of 1 - bits of sqrt(1/2) so the exponent field
+    carries into k exactly when m >= sqrt(2)); with f = m - 1 and s = f/(2+f),
+    log(1+f) = 2*atanh(s) = f - f*f/2 + s*(f*f/2 + R(s*s)), where R is fdlibm's degree-7
+    minimax polynomial in s*s on [0, 0.1716**2] (float64) or the atanh Taylor series to s**10
+    (float32, computed in float64). log1p forms u = 1 + x and adds the rounding error of that
+    sum back, c/u with c = (1 + x) - u computed exactly (Sterbenz), as fdlibm's log1p does.
+
+The float32 functions convert to float64, run a shorter polynomial there and round once at
+the end: float32 subnormals are normal float64 numbers and 2**k never leaves the float64
+range, so no special scaling is needed, and the one final rounding gives a result within
+about 1 ulp. (`exp_f32_native` is an all-float32 exp kept for comparison; see the package
+docstring for the speed of both.)
+
+Branch-free: every special case is a conditional expression whose both sides are cheap and
+safe to compute (the compiled code holds `select`s, not branches), so LLVM's loop vectorizer
+if-converts loops that call these functions. NaN inputs are replaced by 0 before the integer
+work and put back at the end. The functions are compiled with `error_model="numpy"`, so a
+division never carries a ZeroDivisionError check (which would be a branch).
+
+Special values (as NumPy): nan -> nan; exp(-inf) = 0, exp(inf) = inf, overflow -> inf
+(x > 709.78 in float64, x > 88.72 in float32), gradual underflow to subnormals then 0;
+expm1(-inf) = -1, expm1(+-0) = +-0; log(0) = -inf, log(x < 0) = nan, log(inf) = inf,
+log of subnormals exact in exponent; log1p(-1) = -inf, log1p(x < -1) = nan, log1p(+-0) = +-0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from minijit.codegen.vecmath.bits import (
+    SHIFTER_F64,
+    SHIFTER_F64_BITS,
+    f32_bits,
+    f64_bits,
+    f64_from_bits,
+    f64_from_small_int,
+    pow2_f32,
+    pow2_f64,
+)
+
+_jit = njit(error_model="numpy")
+
+INF = np.inf
+LOG2E = 1.4426950408889634  # 1/ln(2) rounded to double
+# ln(2) = LN2_HI + LN2_LO; LN2_HI has its 21 low mantissa bits zero (bits 0x3fe62e42fee00000),
+# so k*LN2_HI is exact for every k the reductions meet.
+LN2_HI = 6.93147180369123816490e-01
+LN2_LO = 1.90821492927058770002e-10
+LN2 = 0.6931471805599453
+
+# Taylor coefficients 1/n! of exp, n = 2..13.
+_E2, _E3, _E4, _E5 = 1 / 2, 1 / 6, 1 / 24, 1 / 120
+_E6, _E7, _E8, _E9 = 1 / 720, 1 / 5040, 1 / 40320, 1 / 362880
+_E10, _E11, _E12, _E13 = 1 / 3628800, 1 / 39916800, 1 / 479001600, 1 / 6227020800
+
+# fdlibm's minimax coefficients for log: R(z) = Lg1*z + ... + Lg7*z**7 approximates
+# (log(1+f) - f + f*f/2)/s - f*f/2 on s*s in [0, 0.1716**2], error below 2**-58.99.
+_LG1 = 6.666666666666735130e-01
+_LG2 = 3.999999999940941908e-01
+_LG3 = 2.857142874366239149e-01
+_LG4 = 2.222219843214978396e-01
+_LG5 = 1.818357216161805012e-01
+_LG6 = 1.531383769920937332e-01
+_LG7 = 1.479819860511658591e-01
+
+# Float64 exp: below EXP_LO the result is 0 (exp(-745.14) < 2**-1075), above EXP_HI inf.
+# Clamping to these keeps k in [-1077, 1025], which the two-factor scaling handles.
+EXP_LO_F64 = -746.0
+EXP_HI_F64 = 710.0
+MIN_NORMAL_F64 = 2.2250738585072014e-308
+TWO54 = 18014398509481984.0
+
+# Bits of 1.0 and of sqrt(1/2): see `_log_decompose`.
+_ONE_BITS = 0x3FF0000000000000
+_SQRTHALF_BITS = 0x3FE6A09E667F3BCD
+_MANT_MASK = 0x000FFFFFFFFFFFFF
+
+
+@_jit
+def _exp_reduce(xs):
+    """(k as float, k as int, r) with xs = k*ln2 + r, |r| <= ln2/2 (+ rounding), |xs| < 2**40."""
+    t = xs * LOG2E + SHIFTER_F64  # rounds xs/ln2 to an integer k, kept in the low bits
+    kf = t - SHIFTER_F64
+    k = f64_bits(t) - SHIFTER_F64_BITS
+    r = (xs - kf * LN2_HI) - kf * LN2_LO
+    return kf, k, r
+
+
+@_jit
+def _expm1_poly(r):
+    """expm1(r) for |r| <= ln2/2 + tiny, float64: r + r*r*(1/2 + r/6 + ... + r**11/13!)."""
+    q = _E12 + r * _E13
+    q = _E11 + r * q
+    q = _E10 + r * q
+    q = _E9 + r * q
+    q = _E8 + r * q
+    q = _E7 + r * q
+    q = _E6 + r * q
+    q = _E5 + r * q
+    q = _E4 + r * q
+    q = _E3 + r * q
+    q = _E2 + r * q
+    return r + (r * r) * q
+
+
+@_jit
+def exp_f64(x):
+    """e**x for float64 x; within 1 ulp of the correctly rounded result (see package docs)."""
+    xs = x if x == x else 0.0
+    xs = EXP_HI_F64 if xs > EXP_HI_F64 else xs
+    xs = EXP_LO_F64 if xs < EXP_LO_F64 else xs
+    _, k, r = _exp_reduce(xs)
+    p = 1.0 + _expm1_poly(r)
+    # 2**k may not be a normal double (k in [-1077, 1025]): scale by 2**k1 (exact, the result
+    # stays normal) then by 2**(k-k1), which rounds once, into a subnormal or to inf.
+    k1 = k >> 1
+    y = (p * pow2_f64(k1)) * pow2_f64(k - k1)
+    return y if x == x else x
+
+
+@_jit
+def expm1_f64(x):
+    """e**x - 1 for float64 x, accurate near 0 (no cancellation); expm1(+-0) = +-0."""
+    xs = x if x == x else 0.0
+    xs = EXP_HI_F64 if xs > EXP_HI_F64 else xs
+    xs = -50.0 if xs < -50.0 else xs  # expm1(-50) rounds to -1
+    _, k, r = _exp_reduce(xs)
+    pm1 = _expm1_poly(r)
+    # k <= 56: e**x - 1 = 2**k * expm1(r) + (2**k - 1), the two terms never cancel badly
+    # (for k = 0 it is expm1(r) itself, exact reduction r = x).
+    ks = 60 if k > 60 else k
+    tk = pow2_f64(ks)
+    small = tk * pm1 + (tk - 1.0)
+    # k > 56: the -1 is below half an ulp; scale exp(r) as exp_f64 does (k may be 1024).
+    k1 = k >> 1
+    big = ((1.0 + pm1) * pow2_f64(k1)) * pow2_f64(k - k1)
+    y = big if k > 56 else small
+    y = x if x == 0.0 else y  # keeps the sign of -0.0
+    return y if x == x else x
+
+
+@_jit
+def _log_decompose(x):
+    """(k, f) with x = 2**k * (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0 normal.
+
+    Adding bits(1) - bits(sqrt(1/2)) to the bits of x = 2**e * m0 (m0 in [1, 2)) carries into
+    the exponent field exactly when m0 >= sqrt(2), so `ix >> 52` is k + 1023 (k = e or e + 1);
+    the low 52 bits re-based at bits(sqrt(1/2)) give m = x / 2**k in [sqrt(1/2), sqrt(2))."""
+    ix = f64_bits(x) + (_ONE_BITS - _SQRTHALF_BITS)
+    k = (ix >> 52) - 1023
+    m = f64_from_bits((ix & _MANT_MASK) + _SQRTHALF_BITS)
+    return k, m - 1.0
+
+
+@_jit
+def _log_core(f, kf, c):
+    """log(2**k * (1 + f)) + c for 1 + f in [sqrt(1/2), sqrt(2)), kf = float(k) (fdlibm)."""
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    t1 = w * (_LG2 + w * (_LG4 + w * _LG6))
+    t2 = z * (_LG1 + w * (_LG3 + w * (_LG5 + w * _LG7)))
+    hfsq = 0.5 * f * f
+    return kf * LN2_HI - ((hfsq - (s * (hfsq + (t1 + t2)) + (kf * LN2_LO + c))) - f)
+
+
+@_jit
+def log_f64(x):
+    """Natural log for float64 x; log(0) = -inf, log(x<0) = nan, log(inf) = inf."""
+    sub = x < MIN_NORMAL_F64  # subnormal (or <= 0, fixed up below): scale into the normals
+    xn = x * TWO54 if sub else x
+    k, f = _log_decompose(xn)
+    k = k - 54 if sub else k
+    y = _log_core(f, f64_from_small_int(k), 0.0)
+    y = -INF if x == 0.0 else y
+    y = np.nan if x < 0.0 else y
+    return y if x < INF else x  # inf -> inf, nan -> nan
+
+
+@_jit
+def log1p_f64(x):
+    """log(1 + x) for float64 x, accurate near 0; log1p(-1) = -inf, log1p(+-0) = +-0."""
+    u = 1.0 + x
+    # c = (1 + x) - u exactly: for x < 1, u - 1 is exact (u in [0, 2]); for x >= 1, u - x is.
+    c = (x - (u - 1.0)) if x < 1.0 else (1.0 - (u - x))
+    us = u if u > 0.0 else 1.0  # x <= -1 (fixed up below) or nan: any positive normal will do
+    k, f = _log_decompose(us)
+    y = _log_core(f, f64_from_small_int(k), c / us)
+    y = x if abs(x) < 5.551115123125783e-17 else y  # 2**-54: log1p(x) rounds to x; keeps -0.0
+    y = -INF if x == -1.0 else y
+    y = np.nan if x < -1.0 else y
+    return y if x < INF else x
+
+
+# ----------------------------------------------------------------------------------------
+# float32: computed in float64 with shorter polynomials, rounded once.
+
+EXP_LO_F32 = -104.0  # exp(-104) < 2**-150: rounds to 0 in float32
+EXP_HI_F32 = 89.0  # exp(89) > float32 max: rounds to inf
+
+
+@_jit
+def _expm1_poly_short(r):
+    """expm1(r) for |r| <= ln2/2 + tiny, to 2**-30 relative: Taylor to degree 8."""
+    q = _E7 + r * _E8
+    q = _E6 + r * q
+    q = _E5 + r * q
+    q = _E4 + r * q
+    q = _E3 + r * q
+    q = _E2 + r * q
+    return r + (r * r) * q
+
+
+@_jit
+def _exp_reduce_short(xs):
+    """(k, r) with xs = k*ln2 + r for |xs| <= 128 (one-constant reduction: error < 2**-45)."""
+    t = xs * LOG2E + SHIFTER_F64
+    kf = t - SHIFTER_F64
+    k = f64_bits(t) - SHIFTER_F64_BITS
+    return k, xs - kf * LN2
+
+
+@_jit
+def _exp_f32_in_f64(xd):
+    """e**xd as float64 to float32 accuracy, for float64 xd (not nan) from a float32."""
+    xs = EXP_HI_F32 if xd > EXP_HI_F32 else xd
+    xs = EXP_LO_F32 if xs < EXP_LO_F32 else xs
+    k, r = _exp_reduce_short(xs)
+    return (1.0 + _expm1_poly_short(r)) * pow2_f64(k)  # k in [-151, 129]: a normal double
+
+
+@_jit
+def exp_f32(x):
+    """e**x for float32 x, float32 result; overflow (x > 88.72) -> inf, underflow to subnormals."""
+    xd = np.float64(x) if x == x else 0.0
+    y = np.float32(_exp_f32_in_f64(xd))
+    return y if x == x else x
+
+
+@_jit
+def expm1_f32(x):
+    """e**x - 1 for float32 x, float32 result; expm1(+-0) = +-0."""
+    xd = np.float64(x) if x == x else 0.0
+    xs = EXP_HI_F32 if xd > EXP_HI_F32 else xd
+    xs = -20.0 if xs < -20.0 else xs  # expm1(-20) rounds to -1 in float32
+    k, r = _exp_reduce_short(xs)
+    tk = pow2_f64(k)  # k in [-29, 129]
+    y = np.float32(tk * _expm1_poly_short(r) + (tk - 1.0))
+    y = x if x == 0.0 else y
+    return y if x == x else x
+
+
+@_jit
+def _log_core_short(f, kf):
+    """log(2**k * (1 + f)) as float64 to float32 accuracy: atanh series to s**11."""
+    s = f / (2.0 + f)
+    z = s * s
+    r = z * (2 / 3 + z * (2 / 5 + z * (2 / 7 + z * (2 / 9 + z * (2 / 11)))))
+    hfsq = 0.5 * f * f
+    return kf * LN2 + (f - (hfsq - s * (hfsq + r)))
+
+
+@_jit
+def log_f32(x):
+    """Natural log for float32 x, float32 result; subnormal inputs are normal in float64."""
+    xd = np.float64(x)
+    xs = xd if xd > 0.0 else 1.0
+    xs = xs if xs < INF else 1.0
+    k, f = _log_decompose(xs)
+    y = np.float32(_log_core_short(f, f64_from_small_int(k)))
+    y = -np.float32(INF) if x == 0.0 else y
+    y = np.float32(np.nan) if x < 0.0 else y
+    return y if x < INF else x
+
+
+@_jit
+def log1p_f32(x):
+    """log(1 + x) for float32 x, float32 result; log1p(-1) = -inf, log1p(+-0) = +-0."""
+    xd = np.float64(x)
+    u = 1.0 + xd
+    c = (xd - (u - 1.0)) if xd < 1.0 else (1.0 - (u - xd))
+    us = u if u > 0.0 else 1.0
+    us = us if us < INF else 1.0
+    k, f = _log_decompose(us)
+    y = np.float32(_log_core_short(f, f64_from_small_int(k)) + c / us)
+    y = x if x == 0.0 else y
+    y = -np.float32(INF) if x == -1.0 else y
+    y = np.float32(np.nan) if x < -1.0 else y
+    return y if x < INF else x
+
+
+# ----------------------------------------------------------------------------------------
+# An all-float32 exp, for comparing speed with the float64-internal exp_f32 (twice the lanes
+# per vector, but a longer polynomial and a two-step reduction are needed in float32).
+
+_LOG2E_F32 = np.float32(1.44269504)
+_SHIFTER_F32 = np.float32(12582912.0)  # 1.5 * 2**23
+_SHIFTER_F32_BITS = 0x4B400000
+_LN2_HI_F32 = np.float32(0.693359375)  # 8 significant bits: k*LN2_HI exact for |k| < 2**15
+_LN2_LO_F32 = np.float32(-2.12194440e-4)
+_F32 = np.float32
+_C2, _C3, _C4 = _F32(1 / 2), _F32(1 / 6), _F32(1 / 24)
+_C5, _C6, _C7 = _F32(1 / 120), _F32(1 / 720), _F32(1 / 5040)
+_EXP_LO_F32N = np.float32(-104.0)
+_EXP_HI_F32N = np.float32(89.0)
+_ZERO_F32 = np.float32(0.0)
+_ONE_F32 = np.float32(1.0)
+
+
+@_jit
+def exp_f32_native(x):
+    """e**x for float32 x computed in float32 throughout (same contract as exp_f32)."""
+    xs = x if x == x else _ZERO_F32
+    xs = _EXP_HI_F32N if xs > _EXP_HI_F32N else xs
+    xs = _EXP_LO_F32N if xs < _EXP_LO_F32N else xs
+    t = xs * _LOG2E_F32 + _SHIFTER_F32
+    kf = t - _SHIFTER_F32
+    k = f32_bits(t) - _SHIFTER_F32_BITS  # int64 in Numba's arithmetic
+    r = (xs - kf * _LN2_HI_F32) - kf * _LN2_LO_F32
+    q = _C6 + r * _C7
+    q = _C5 + r * q
+    q = _C4 + r * q
+    q = _C3 + r * q
+    q = _C2 + r * q
+    p = _ONE_F32 + (r + (r * r) * q)
+    k1 = k >> 1
+    y = (p * pow2_f32(k1)) * pow2_f32(k - k1)
+    return y if x == x else x
+
+
+__all__ = [
+    "exp_f64", "expm1_f64", "log_f64", "log1p_f64",
+    "exp_f32", "expm1_f32", "log_f32", "log1p_f32", "exp_f32_native",
+]
