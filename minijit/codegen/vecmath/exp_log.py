@@ -138,15 +138,15 @@ def expm1_f64(x):
     xs = -50.0 if xs < -50.0 else xs  # expm1(-50) rounds to -1
     _, k, r = _exp_reduce(xs)
     pm1 = _expm1_poly(r)
-    # k <= 56: e**x - 1 = 2**k * expm1(r) + (2**k - 1), the two terms never cancel badly
-    # (for k = 0 it is expm1(r) itself, exact reduction r = x).
-    ks = 60 if k > 60 else k
-    tk = pow2_f64(ks)
-    small = tk * pm1 + (tk - 1.0)
-    # k > 56: the -1 is below half an ulp; scale exp(r) as exp_f64 does (k may be 1024).
-    k1 = k >> 1
-    big = ((1.0 + pm1) * pow2_f64(k1)) * pow2_f64(k - k1)
-    y = big if k > 56 else small
+    # e**x - 1 = (2**k2 * expm1(r) + (2**k2 - 2**-k1)) * 2**k1 with k = k1 + k2. For k <= 56,
+    # k1 = 0: the two terms never cancel badly (for k = 0 it is expm1(r) itself, with the
+    # exact reduction r = x). For k > 56 the -1 is below half an ulp, and k (up to 1025) is
+    # split in halves as in exp_f64 so both powers of two are normal doubles; the final
+    # multiplication is exact or overflows to inf.
+    k1 = (k >> 1) if k > 56 else 0
+    k2 = k - k1
+    t2 = pow2_f64(k2)
+    y = (t2 * pm1 + (t2 - pow2_f64(-k1))) * pow2_f64(k1)
     y = x if x == 0.0 else y  # keeps the sign of -0.0
     return y if x == x else x
 
