@@ -19,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
@@ -113,3 +114,23 @@ def copysign_f64(mag, sign_source):
     the left shift clears the rest. Written this way to avoid a 2**63 literal, which Numba
     would type as uint64 (and int64 & uint64 promotes to float64)."""
     return f64_from_bits(f64_bits(mag) | ((f64_bits(sign_source) >> 63) << 63))
+
+
+# 1.5 * 2**23, the float32 counterpart of SHIFTER_F64.
+SHIFTER_F32 = 12582912.0
+SHIFTER_F32_BITS = 0x4B400000
+
+
+@njit(inline="always")
+def f32_from_small_int(k):
+    """np.float32(k) for int k with |k| < 2**22, exactly (see SHIFTER_F64)."""
+    return f32_from_bits(k + SHIFTER_F32_BITS) - np.float32(SHIFTER_F32)
+
+
+@njit(inline="always")
+def copysign_f32(mag, sign_source):
+    """|mag| with the sign bit of `sign_source` (both float32; `mag` must have its sign clear).
+
+    The int32 sign bit is the int32 minimum; `f32_bits(x) & -2**31` keeps only it (the
+    arithmetic happens in int64 in Numba; the low 32 bits are what counts)."""
+    return f32_from_bits(f32_bits(mag) | (f32_bits(sign_source) & -2147483648))

@@ -21,13 +21,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from minijit.codegen.vecmath.bits import copysign_f64, pow2_f64
+from minijit.codegen.vecmath.bits import copysign_f32, copysign_f64, pow2_f64
 from minijit.codegen.vecmath.exp_log import (
     _exp_f32_in_f64,
     _exp_reduce,
     _exp_reduce_short,
+    _expm1_moderate_f32,
     _expm1_poly,
     _expm1_poly_short,
+    exp_f32,
     exp_f64,
 )
 
@@ -64,7 +66,7 @@ def logistic_f64(x):
 
 
 @_jit
-def tanh_f32(x):
+def tanh_f32_via_f64(x):
     """Hyperbolic tangent for float32 x, float32 result; tanh(+-inf) = +-1, tanh(-0.0) = -0.0."""
     xd = np.float64(x)
     a = abs(xd)
@@ -77,7 +79,7 @@ def tanh_f32(x):
 
 
 @_jit
-def logistic_f32(x):
+def logistic_f32_via_f64(x):
     """1 / (1 + exp(-x)) for float32 x, float32 result."""
     xd = np.float64(x)
     a = abs(xd)
@@ -87,4 +89,33 @@ def logistic_f32(x):
     return y if x == x else x
 
 
-__all__ = ["tanh_f64", "tanh_f32", "logistic_f64", "logistic_f32"]
+
+
+# float32 kernels in float32 arithmetic (about 2x faster than the float64-internal ones).
+
+_F32 = np.float32
+_ZERO_F32, _ONE_F32, _TWO_F32 = _F32(0.0), _F32(1.0), _F32(2.0)
+_TANH_CLAMP_F32 = _F32(TANH_CLAMP_F32)
+
+
+@_jit
+def tanh_f32(x):
+    """Hyperbolic tangent for float32 x, float32 result; tanh(+-inf) = +-1, tanh(-0.0) = -0.0."""
+    a = abs(x)
+    a = a if a < _TANH_CLAMP_F32 else _TANH_CLAMP_F32
+    e = _expm1_moderate_f32(a + a)
+    y = copysign_f32(e / (e + _TWO_F32), x)
+    return y if x == x else x
+
+
+@_jit
+def logistic_f32(x):
+    """1 / (1 + exp(-x)) for float32 x, float32 result."""
+    e = exp_f32(-abs(x))
+    num = _ONE_F32 if x >= _ZERO_F32 else e
+    return num / (_ONE_F32 + e)
+
+
+__all__ = ["tanh_f64", "tanh_f32", "logistic_f64", "logistic_f32",
+           "tanh_f32_via_f64", "logistic_f32_via_f64"]
+
