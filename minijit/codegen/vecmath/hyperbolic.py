@@ -13,7 +13,8 @@ as exp does (logistic(-inf) = 0, logistic(inf) = 1, logistic(nan) = nan).
 
 All four are branch-free (selects only) and compiled with `error_model="numpy"` (no
 ZeroDivisionError branch), so loops calling them vectorize; see the package docstring.
-The float32 versions compute in float64 and round once.
+The float32 versions compute in float32; `*_f32_via_f64` compute in float64 and round once
+(as accurate, slower: tanh about 1.7x, logistic 1.4x).
 """
 
 from __future__ import annotations
