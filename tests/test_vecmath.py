@@ -172,6 +172,21 @@ def test_exp_underflows_gradually(dtype):
     assert ulp_distance(got, want).max() <= MAX_ULP
 
 
+@pytest.mark.parametrize("dtype, largest_finite", [("float64", 709.782712893384),
+                                                     ("float32", 88.72283)])  # ln(max float)
+def test_exp_overflow_threshold(dtype, largest_finite):
+    dt = np.dtype(dtype).type
+    first_inf = np.nextafter(dt(largest_finite), dt(np.inf))
+    beyond = 89.0 if dtype == "float32" else 710.0
+    x = np.array([largest_finite, first_inf, beyond, 1e30], dtype=dtype)
+    got = _apply("exp", dtype, x)
+    with np.errstate(over="ignore"):
+        want = np.exp(x)
+    assert np.isfinite(got[0]) and ulp_distance(got[:1], want[:1])[0] <= MAX_ULP
+    assert np.isinf(want[1:]).all() and (got[1:] == np.inf).all()
+    assert (_apply("expm1", dtype, x[1:]) == np.inf).all()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_log_of_subnormals(dtype):
     fi = np.finfo(dtype)
