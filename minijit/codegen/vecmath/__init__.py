@@ -57,6 +57,18 @@ is why a result 1 ulp from exact can be 4 from NumPy:
     tanh          3         2          3         2            1        1
     logistic      2         2          4         2            2        3
 
+Speed, measured on the development machine (one core of an AVX-512 Xeon, Numba 0.68; a
+loop `out[i] = f(x[i])` over 10**6 elements in cache, ns per element):
+
+    loop calling        float64   float32
+    tanh (this)           1.8       0.64      np.tanh in the same loop: 12.6 / 12.1
+    exp (this)            1.9       0.54      np.exp in the same loop:   4.3 /  2.1
+    GELU, tanh form       2.3       0.86      with np.tanh:             15.5 / 13.3
+
+NumPy's own SIMD np.tanh(x) / np.exp(x) take 1.3 / 0.65 (float64) and 0.29 / 0.46
+(float32); jax.jit of the same GELU on one core 1.35 / 0.58. At 10**7 elements the loops are
+memory-bound and on par with NumPy (float64 tanh 3.5 vs 3.9, float32 exp 1.7 vs 2.5).
+
 The tests hold every function to 4 ulp of NumPy over a full-range sample.
 
 `FUNCTIONS` maps (primitive name, dtype name) to the compiled scalar function, e.g.
