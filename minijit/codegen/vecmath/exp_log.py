@@ -72,8 +72,8 @@ _E2, _E3, _E4, _E5 = 1 / 2, 1 / 6, 1 / 24, 1 / 120
 _E6, _E7, _E8, _E9 = 1 / 720, 1 / 5040, 1 / 40320, 1 / 362880
 _E10, _E11, _E12, _E13 = 1 / 3628800, 1 / 39916800, 1 / 479001600, 1 / 6227020800
 
-# fdlibm's minimax coefficients for log: R(z) = Lg1*z + ... + Lg7*z**7 approximates
-# (log(1+f) - f + f*f/2)/s - f*f/2 on s*s in [0, 0.1716**2], error below 2**-58.99.
+# fdlibm's minimax coefficients for log (e_log.c): R(z) = Lg1*z + ... + Lg7*z**7 approximates
+# (log(1+f) - f + f*f/2)/s - f*f/2 for z = s*s in [0, 0.1716**2], far below an ulp.
 _LG1 = 6.666666666666735130e-01
 _LG2 = 3.999999999940941908e-01
 _LG3 = 2.857142874366239149e-01
@@ -223,8 +223,8 @@ _INF_F32 = _F32(np.inf)
 _NAN_F32 = _F32(np.nan)
 _LOG2E_F32 = _F32(1.44269504)
 _SHIFTER_F32 = _F32(SHIFTER_F32)
-# ln2 = _LN2_HI_F32 - _LN2_LO_NEG_F32 (Cephes' expf split: the high part has 8 significant
-# bits, so k*_LN2_HI_F32 is exact for |k| < 2**16).
+# ln2 = _LN2_HI_F32 + _LN2_LO_F32 (Cephes' expf split: the high part has 9 significant
+# bits, so k*_LN2_HI_F32 is exact for |k| < 2**15).
 _LN2_HI_F32 = _F32(0.693359375)
 _LN2_LO_F32 = _F32(-2.12194440e-4)
 # Taylor coefficients 1/n!, n = 2..7: the remainder r**8/8! is below 2**-27 relative.
@@ -291,8 +291,9 @@ def expm1_f32(x):
     return y if x == x else x
 
 
-# fdlibm's float minimax coefficients for logf: R(z) = Lg1*z + ... + Lg4*z**4 on
-# s*s in [0, 0.1716**2] (error below 2**-34.24); ln2 split with 12 low zero bits in the high part.
+# fdlibm's float minimax coefficients for logf (the same R, degree 4), and its split of ln2:
+# the high part has 17 significant bits, so k*LN2_HI is exact for |k| < 128; beyond (inputs
+# below 2**-127 or above 2**127) it rounds once, below half an ulp of the result ~ +-88.
 _LG1_F32 = _F32(0.66666662693)
 _LG2_F32 = _F32(0.40000972152)
 _LG3_F32 = _F32(0.28498786688)
