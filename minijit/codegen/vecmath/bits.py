@@ -14,7 +14,11 @@ Invariants:
   clamp `k` first or split the scaling into two factors (see `exp_log.exp_f64`).
 - `f64_from_small_int(k)` is exactly float(k) for |k| < 2**51, without an int64 -> double
   conversion instruction (AVX2 has none for vectors; the add-a-shifter trick needs only an
-  integer add and a float subtract).
+  integer add and a float subtract); `f32_from_small_int(k)` likewise for |k| < 2**22.
+- `copysign_f64(m, s)` / `copysign_f32(m, s)` put the sign bit of s on a non-negative m
+  (bitwise, so -0.0 and nan signs are copied too).
+The helpers are `inline="always"`: they contain no division, so Numba-level inlining cannot
+add an error-model branch, and the callers' bodies stay small enough for LLVM to inline.
 """
 
 from __future__ import annotations
