@@ -17,8 +17,8 @@ Invariants:
   integer add and a float subtract); `f32_from_small_int(k)` likewise for |k| < 2**22.
 - `copysign_f64(m, s)` / `copysign_f32(m, s)` put the sign bit of s on a non-negative m
   (bitwise, so -0.0 and nan signs are copied too).
-The helpers are `inline="always"`: they contain no division, so Numba-level inlining cannot
-add an error-model branch, and the callers' bodies stay small enough for LLVM to inline.
+The helpers are `inline="always"` (inlined by Numba into the calling function's IR): they
+contain no division, so that cannot add an error-model branch.
 """
 
 from __future__ import annotations
