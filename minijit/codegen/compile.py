@@ -81,10 +81,23 @@ def code_of(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
 
+def _library_hash() -> str:
+    """A hash of the modules generated code calls into (`vecmath`, `layout`): Numba's disk
+    cache keeps their machine code inside the caller's, so a change to them must miss."""
+    h = hashlib.sha256()
+    here = Path(__file__).parent
+    for path in sorted([*here.glob("vecmath/*.py"), here / "layout.py"]):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+_LIBRARY = _library_hash()
+
+
 def source_hash(source: Source, signature: str) -> str:
     h = hashlib.sha256()
     for part in (code_of(source.text), signature, sys.version, np.__version__,
-                 numba.__version__, __version__):
+                 numba.__version__, __version__, _LIBRARY):
         h.update(part.encode())
     return h.hexdigest()[:24]
 

@@ -47,7 +47,8 @@ from minijit.ir import (
 from minijit.passes.fuse_elementwise import fused_p
 from minijit.passes.plan_buffers import outputs_to_copy, owns_its_memory, plan_buffers
 
-_RESERVED = {"np", "nb", "numba", "math", "entry", "range", "abs", "min", "max", "len"}
+_RESERVED = {"np", "nb", "numba", "math", "entry", "range", "abs", "min", "max", "len",
+             "vecmath", "c_view"}
 
 
 class CodegenError(RuntimeError):
@@ -203,7 +204,8 @@ class Lowering:
         self.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         # The function's name is not in the source: identical programs share one compile.
         head = ["# minijit: generated code; each block names the IR equation it computes.",
-                "import math", "import numba", "import numpy as np", *sorted(self.imports),
+                "import math", "import numba", "import numpy as np",
+                "from minijit.codegen import vecmath", *sorted(self.imports),
                 "", "",
                 "@numba.njit(error_model='numpy', cache=True"
                 + (", parallel=True)" if self.threaded else ")"),

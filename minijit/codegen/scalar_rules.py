@@ -19,6 +19,8 @@ import numpy as np
 
 from minijit import primitives as P
 from minijit.codegen.rules import Expression, numba_rules
+from minijit.codegen.vecmath import FUNCTIONS
+from minijit.config import config
 from minijit.dtypes import int_range_as_floats
 from minijit.ir import Eqn, Lit
 
@@ -109,6 +111,25 @@ def _logistic(a, eqn):
 
 numba_rules[P.logistic_p] = Expression(_logistic)
 numba_rules[P.erf_p] = Expression(_call("math.erf"))
+
+
+def _vector_math(p, otherwise: Rule) -> Rule:
+    """`vecmath.exp_f64(x)` for float64 and float32 elements (minijit's own vectorizable
+    exp, see `codegen/vecmath`), else `otherwise`, the libm call. libm's scalar functions
+    keep a loop from vectorizing: pip's Numba has no vector math library.
+    `config.update("vector_math", False)` keeps libm for programs compiled afterwards."""
+    def rule(a, eqn):
+        dtype = eqn.invars[0].aval.dtype
+        if config.vector_math and (p.name, dtype.name) in FUNCTIONS:
+            return f"vecmath.{p.name}_f{dtype.itemsize * 8}({a[0]})"
+        return otherwise(a, eqn)
+
+    return rule
+
+
+for _p in (P.exp_p, P.expm1_p, P.log_p, P.log1p_p, P.tanh_p, P.logistic_p, P.sin_p, P.cos_p,
+           P.erf_p):
+    numba_rules[_p] = Expression(_vector_math(_p, numba_rules[_p].rule))
 
 
 def _kind(eqn: Eqn) -> str:

@@ -1,4 +1,5 @@
-"""Vectorizable math functions for generated Numba code: exp, expm1, log, log1p, tanh, logistic.
+"""Vectorizable math for generated Numba code: exp, expm1, log, log1p, tanh, logistic, sin,
+cos, erf.
 
 Why. The generated loops are Numba functions, and a loop such as
 `out[i] = 0.5*x[i]*(1 + np.tanh(...))` calls the scalar libm `tanh` once per element: pip's
@@ -12,7 +13,9 @@ How. Every function is range reduction + polynomial (details in `exp_log` and `h
   a scale by 2**k built from exponent bits (`bits.py`), never libm's `ldexp`;
 - log/log1p: x = 2**k * m from the bits, m in [sqrt(1/2), sqrt(2)), log(m) from s = (m-1)/(m+1)
   and fdlibm's minimax polynomial in s*s;
-- tanh = sign(x) * e/(e + 2) with e = expm1(2|x|), logistic = num/(1 + exp(-|x|)).
+- tanh = sign(x) * e/(e + 2) with e = expm1(2|x|), logistic = num/(1 + exp(-|x|));
+- sin/cos (`trig.py`): Cody-Waite reduction by pi/2, branch-free Payne-Hanek beyond it,
+  fdlibm's polynomials; erf (`erf.py`): fdlibm's rationals, selected by interval.
 The code is branch-free: special cases (nan, +-inf, -0.0, overflow, subnormals) are
 conditional expressions whose both sides are computed, which LLVM turns into `select`s and
 the vectorizer if-converts; nothing on the path calls libm.
@@ -80,6 +83,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minijit.codegen.vecmath.erf import erf_f32, erf_f64
 from minijit.codegen.vecmath.exp_log import (
     exp_f32,
     exp_f64,
@@ -91,12 +95,12 @@ from minijit.codegen.vecmath.exp_log import (
     log_f64,
 )
 from minijit.codegen.vecmath.hyperbolic import logistic_f32, logistic_f64, tanh_f32, tanh_f64
+from minijit.codegen.vecmath.trig import cos_f32, cos_f64, sin_f32, sin_f64
 
 if TYPE_CHECKING:
     from numba.core.dispatcher import Dispatcher
 
-# One entry per (primitive, dtype); the sin/cos (trig.py) and erf (erf.py) modules of this
-# package add theirs here the same way.
+# One entry per (primitive, dtype).
 FUNCTIONS: dict[tuple[str, str], Dispatcher] = {
     ("exp", "float64"): exp_f64,
     ("exp", "float32"): exp_f32,
@@ -110,4 +114,10 @@ FUNCTIONS: dict[tuple[str, str], Dispatcher] = {
     ("tanh", "float32"): tanh_f32,
     ("logistic", "float64"): logistic_f64,
     ("logistic", "float32"): logistic_f32,
+    ("sin", "float64"): sin_f64,
+    ("sin", "float32"): sin_f32,
+    ("cos", "float64"): cos_f64,
+    ("cos", "float32"): cos_f32,
+    ("erf", "float64"): erf_f64,
+    ("erf", "float32"): erf_f32,
 }

@@ -14,7 +14,8 @@ selected by interval), and so do the two of the third; and where fdlibm multipli
 one exp of their arguments' sum is as accurate here (see the comment at that line): two
 rational evaluations and one exp per element, whichever interval it lies in.
 
-`_exp` is the one place that computes an exponential; it is `np.exp` here.
+`_exp` is the one place that computes an exponential: the package's own `exp_f64`, so no
+libm call is left on the path.
 
 Special values: erf(+-0.0) = +-0.0, erf(+-inf) = +-1, NaN stays NaN; subnormals are scaled
 as fdlibm does (erf(x) ~ 2/sqrt(pi) * x without a spurious underflow).
@@ -29,11 +30,7 @@ on a grid of 200,001 points on [-7, 7], erf_f64 is within 1 ulp of `math.erf`.
 erf_f32 (computed in float64, then rounded) equals SciPy's float64 erf rounded to float32
 on every sample.
 
-Speed: an njit loop (error_model='numpy') over 10**6 float64 on [-10, 10], medians of 15
-interleaved runs on a loaded 2-core machine: erf_f64 23.3 ms, `math.erf` in the same loop
-29.5 ms, while `_exp` is libm's (one call per element, scalarized inside the vector loop).
-Where most |x| >= 6 (uniform on [-1e6, 1e6]), libm returns early and `math.erf` takes 14 ms
-against 23 ms. erf_f32 costs what erf_f64 does (22.9 ms, `math.erf` 24.9 ms).
+Speed: see the package docstring (measured with `_exp` as the vectorizable `exp_f64`).
 """
 
 from __future__ import annotations
@@ -43,13 +40,12 @@ import math
 import numba
 import numpy as np
 
+from minijit.codegen.vecmath.exp_log import exp_f64
+
 _jit = numba.njit(inline="always", error_model="numpy", cache=True)
 
 
-@_jit
-def _exp(x):
-    """exp(x), the one exponential erf uses."""
-    return np.exp(x)
+_exp = exp_f64  # the one exponential erf uses: vectorizable (exp_log.py)
 
 
 # Constants of fdlibm's s_erf.c (their hex spellings there: erx is 0x3FEB0AC1 60000000).

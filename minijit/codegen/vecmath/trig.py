@@ -54,9 +54,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
+
+from minijit.codegen.vecmath.bits import f32_bits, f64_bits
 
 # --------------------------------------------------------------------------- 2/pi, exactly
 
@@ -175,15 +174,6 @@ def _reduce_f64(x):
     return k - 4.0 * np.floor(k * 0.25), hi, lo
 
 
-@intrinsic
-def _bits(typingctx, x):
-    """The IEEE 754 bits of a float64 as an int64 (an LLVM bitcast: free, and vectorizable)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
-
-
 @_jit
 def _split_integer(t):
     """(round(t), t - round(t)), both exact, for |t| < 2**51."""
@@ -203,7 +193,7 @@ def _reduce_payne_hanek(x):
     The fractions of B_0, A_1, B_1, A_2 (bits from 2**-50 up) add exactly; the rest (below
     2**-21 in all) add as a double-double, so the result keeps 2**-120 absolute accuracy
     even where |x| is within 2**-61 of a multiple of pi/2."""
-    b = _bits(x) & 0x7FFFFFFFFFFFFFFF
+    b = f64_bits(x) & 0x7FFFFFFFFFFFFFFF
     e = b >> 52
     m = (b & 0xFFFFFFFFFFFFF) | 0x10000000000000
     mh = np.float64(m >> 27) * 134217728.0  # * 2**27
@@ -286,22 +276,13 @@ def cos_f64(x):
     return _sincos_f64(x, True)
 
 
-@intrinsic
-def _bits32(typingctx, x):
-    """The IEEE 754 bits of a float32 as an int32 (an LLVM bitcast)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-
-    return types.int32(types.float32), codegen
-
-
 @_jit
 def _reduce_f32(x32):
     """(k mod 4, r) with x = k*pi/2 + r, |r| <= pi/4 (to rounding), for every finite float32
     x, in float64: Payne-Hanek with the signed 24-bit significand m times four 24-bit chunks
     T_j of 2/pi from `PH_TABLE_F32` (exact products). The fractions of m*T_0 and m*T_1 (bits
     from 2**-46 up) add exactly; m*T_2 and m*T_3 (below 2**-21) add as a double-double."""
-    b = np.int64(_bits32(x32))
+    b = np.int64(f32_bits(x32))
     e = (b >> 23) & 0xFF
     m = np.float64((b & 0x7FFFFF) | 0x800000)
     m = -m if b < 0 else m
