@@ -58,8 +58,9 @@ def _slice(lo, eqn, args, outs):
     p = eqn.params
     sub = _slices(lo, p["start_indices"], p["limit_indices"], p["strides"])
     shape = shape_of(eqn.invars[0])
-    # A unit-step slice of the leading axis alone is a C-contiguous view: no copy. `plan_buffers` counts every slice as a view of its operand (NumPy's slices
-    # are views too), so nothing writes the operand while the view is alive.
+    # A unit-step slice of the leading axis alone is a C-contiguous view: no copy.
+    # `plan_buffers` counts every slice as a view of its operand (NumPy's slices are views
+    # too), so nothing writes the operand while the view is alive.
     leading = all(st == 1 for st in (p["strides"] or (1,) * len(shape))) and all(
         (s, e) == (0, d) for s, e, d in
         zip(p["start_indices"][1:], p["limit_indices"][1:], shape[1:]))
