@@ -23,7 +23,8 @@ _DEFAULTS: dict[str, Any] = {
     "check_tracer_leaks": False,  # report tracers that escape a trace when it ends
     "default_backend": "numba",  # what jit(f) uses without backend=... (chapter 09)
     "disk_cache": True,  # keep compiled Numba code across processes (chapter 09)
-    "vector_math": True,  # generated code's exp, log, tanh, ...: minijit's own, not libm's
+    # generated code's exp, log, tanh, ...: minijit's own, not libm's ("all": sin, cos, erf too)
+    "vector_math": True,
     "traceback_filtering": True,  # hide minijit's own frames in tracebacks
     "debug_nans": False,  # raise FloatingPointError at the primitive that first makes a NaN
     "profile_execution": False,  # time every call of a jitted function, for f.profile()

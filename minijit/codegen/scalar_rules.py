@@ -19,7 +19,7 @@ import numpy as np
 
 from minijit import primitives as P
 from minijit.codegen.rules import Expression, numba_rules
-from minijit.codegen.vecmath import FUNCTIONS
+from minijit.codegen.vecmath import DEFAULT, FUNCTIONS
 from minijit.config import config
 from minijit.dtypes import int_range_as_floats
 from minijit.ir import Eqn, Lit
@@ -117,10 +117,12 @@ def _vector_math(p, otherwise: Rule) -> Rule:
     """`vecmath.exp_f64(x)` for float64 and float32 elements (minijit's own vectorizable
     exp, see `codegen/vecmath`), else `otherwise`, the libm call. libm's scalar functions
     keep a loop from vectorizing: pip's Numba has no vector math library.
-    `config.update("vector_math", False)` keeps libm for programs compiled afterwards."""
+    `config.update("vector_math", False)` keeps libm for programs compiled afterwards;
+    "all" adds sin, cos and erf, whose inlined code is slow to compile (`vecmath.DEFAULT`)."""
     def rule(a, eqn):
         dtype = eqn.invars[0].aval.dtype
-        if config.vector_math and (p.name, dtype.name) in FUNCTIONS:
+        mode = config.vector_math
+        if mode and (p.name, dtype.name) in FUNCTIONS and (mode == "all" or p.name in DEFAULT):
             return f"vecmath.{p.name}_f{dtype.itemsize * 8}({a[0]})"
         return otherwise(a, eqn)
 
