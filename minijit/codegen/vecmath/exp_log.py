@@ -57,7 +57,7 @@ from minijit.codegen.vecmath.bits import (
     pow2_f64,
 )
 
-_jit = njit(error_model="numpy")
+_jit = njit(error_model="numpy", cache=True)  # a new process loads it, not compiles it
 
 INF = np.inf
 LOG2E = 1.4426950408889634  # 1/ln(2) rounded to double

@@ -34,7 +34,7 @@ from minijit.codegen.vecmath.exp_log import (
     exp_f64,
 )
 
-_jit = njit(error_model="numpy")
+_jit = njit(error_model="numpy", cache=True)  # a new process loads it, not compiles it
 
 TANH_CLAMP_F64 = 20.0  # tanh(20) = 1 - 8.5e-18: rounds to 1 in float64
 TANH_CLAMP_F32 = 10.0  # tanh(10) = 1 - 4.1e-9: rounds to 1 in float32
