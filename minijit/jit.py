@@ -327,7 +327,7 @@ class JitFunction:
         t0 = perf_counter()
         traced, out_tree = _trace(self.fun, self.spec, split)
         t1 = perf_counter()
-        optimized = optimize(traced)  # run_passes typechecks after every pass
+        optimized = optimize(traced)  # run_passes typechecks the result
         t2 = perf_counter()
         executable = self.backend.compile(optimized, self.spec.fun_name, tuple(split.donated),
                                           self.parallel)

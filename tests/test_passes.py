@@ -30,7 +30,7 @@ import minijit as mj
 import minijit.numpy as mnp
 from minijit import lax
 from minijit import primitives as P
-from minijit.core import ELEMENTWISE, Primitive, abstract_eval_rules, impl_rules
+from minijit.core import ELEMENTWISE, Primitive, ShapedArray, abstract_eval_rules, impl_rules
 from minijit.debug import debug_callback_p
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, subjaxprs, typecheck_jaxpr
 from minijit.lax.control_flow import cond_p, scan_p, while_p
@@ -1095,3 +1095,24 @@ def test_jaxpr_pass_keeps_the_name_and_docstring_it_is_given():
     assert [p.__name__ for p in PIPELINE] == ["inline_jit", "fold_constants", "simplify", "cse",
                                              "dce", "counted_loops", "fuse_elementwise",
                                              "fuse_siblings"]
+
+
+def test_the_pipeline_checked_once_still_names_the_pass_that_broke_it(monkeypatch):
+    """minijit's own PIPELINE is typechecked at the end only; a failure there runs the passes
+    again one by one, so the PassError names the culprit as before."""
+    import minijit.passes as passes_module
+
+    def breaks_types(closed):
+        eqn = closed.jaxpr.eqns[0]
+        bad = type(eqn)(eqn.primitive, eqn.invars, tuple(Var(ShapedArray((7,), v.aval.dtype))
+                                                         for v in eqn.outvars),
+                        eqn.params, eqn.source)
+        jaxpr = closed.jaxpr
+        return type(closed)(type(jaxpr)(jaxpr.constvars, jaxpr.invars,
+                                        (bad, *jaxpr.eqns[1:]), jaxpr.outvars), closed.consts)
+
+    breaks_types.__name__ = "breaks_types"
+    monkeypatch.setattr(passes_module, "PIPELINE", (*PIPELINE[:2], breaks_types, *PIPELINE[2:]))
+    closed = mj.make_jaxpr(lambda v: mnp.sin(v) * 2.0)(np.ones(3))
+    with pytest.raises(PassError, match="pass `breaks_types`"):
+        passes_module.run_passes(closed)
