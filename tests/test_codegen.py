@@ -311,3 +311,22 @@ def test_generated_source_uses_the_printers_names():
     for assignment in ("b = np.empty((_n0,), np.float64)", "c = b.reshape((_n0, 1))",
                        "j = vecmath.exp_f64(i)", "m = d  # reused", "return (m,)"):
         assert assignment in text
+
+
+def test_a_row_reduction_of_computed_values_computes_the_row_then_folds_it():
+    """Softmax's sum of exp: one loop computes a row's elements (LLVM vectorizes it), a second
+    folds them in order (a sum LLVM may not reorder would keep the first loop scalar)."""
+    def sums(x):
+        return mnp.sum(mnp.exp(x) * 2.0, axis=1), mnp.max(mnp.sin(x) + x, axis=(1, 2))
+
+    x = np.random.default_rng(0).normal(size=(6, 5, 4))
+    f = mj.jit(sums, backend="numba")
+    text = f.lower(x).as_text()
+    assert text.count("_row_") >= 2  # both folded values are computed, kept in a scratch row
+    got = f(x)
+    np.testing.assert_allclose(got[0], np.sum(np.exp(x) * 2.0, axis=1), rtol=1e-14)
+    np.testing.assert_array_equal(got[1], np.max(np.sin(x) + x, axis=(1, 2)))
+    y = x.copy()
+    y[2, 3, 1] = np.nan  # the NaN still wins its row, read back from the scratch row
+    row_max = np.asarray(f(y)[1])
+    assert np.isnan(row_max[2]) and not np.isnan(np.delete(row_max, 2)).any()

@@ -263,8 +263,30 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     threads = (getattr(out, "parallel", False) and out.indent == 1 and shape
                and int(np.prod(shape)) >= out.PARALLEL_AT
                and not (reduction and 0 in last.params["axes"]))
+    # A row-wise reduction of computed values (softmax's sum of exp) runs the row twice: a
+    # first loop computes the elements and stores them, which LLVM vectorizes, and a second
+    # one folds them in order. One loop would stay scalar: LLVM may not reorder the sum.
+    split = in_register and bool(members)
+    if split:
+        reduced_shape = tuple(shape[n_kept:])
+        reduced_index = ", ".join(idx[n_kept:])
+        folded = last.invars[0]
+        outer_of = dict(zip(map(id, kernel.outvars), out_names))
+        inner_of = dict(zip(map(id, kernel.invars), in_exprs))
+        if id(folded) in outer_of and outer_of[id(folded)] in out.stacked:
+            buffer, row = out.stacked[outer_of[id(folded)]]
+            folded_at = f"{buffer}[{row}, {index}]"
+        elif id(folded) in outer_of:
+            folded_at = f"{outer_of[id(folded)]}[{index}]"
+        elif id(folded) in inner_of and folded.aval.shape == shape:
+            folded_at = f"{inner_of[id(folded)]}[{index}]"
+        else:
+            scratch = f"_row_{acc_name}"
+            out.line(f"{scratch} = np.empty({out.shape(reduced_shape)}, "
+                     f"np.{dtype_name(folded.aval.dtype)})")
+            folded_at = None
     for k in range(len(shape)):
-        if in_register and k == n_kept:
+        if in_register and k == n_kept and not split:
             out.line(f"{acc} = {init}")
         loop = _LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip())
         if threads and k == 0:
@@ -280,7 +302,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     def atom(a):
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
 
-    if reduction:
+    if reduction and not split:
         for stmt in rule.combine(acc, atom(last.invars[0]), last.outvars[0].aval.dtype):
             out.line(stmt)
     for v, outer in zip(kernel.outvars, out_names):
@@ -289,6 +311,18 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             out.line(f"{buffer}[{row}, {index}] = {atom(v)}")
         elif isinstance(v, Var) and not (reduction and v is last.outvars[0]):
             out.line(f"{outer}[{index}] = {atom(v)}" if shape else f"{outer}[()] = {atom(v)}")
+    if split:
+        if folded_at is None:
+            out.line(f"{scratch}[{reduced_index}] = {atom(folded)}")
+            folded_at = f"{scratch}[{reduced_index}]"
+        out.indent -= len(shape) - n_kept
+        out.line(f"{acc} = {init}")
+        for k in range(n_kept, len(shape)):
+            out.line(_LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip()))
+            out.indent += 1
+        out.line(f"_v_{acc_name} = {folded_at}")
+        for stmt in rule.combine(acc, f"_v_{acc_name}", last.outvars[0].aval.dtype):
+            out.line(stmt)
     if in_register:
         out.indent -= len(shape) - n_kept
         out.line(f"{acc_name}[{', '.join(kept)}] = {acc}")
