@@ -183,6 +183,20 @@ def test_row_as_text():
     assert not hasattr(lowered.compile(), "cost_analysis")
 
 
+def test_row_jit_math():
+    x = np.concatenate([np.linspace(-30.0, 30.0, 6001), [0.0, -0.0, np.inf, -np.inf, 1e-310]])
+    got = np.asarray(mj.jit(mnp.tanh, backend="numba")(x))
+    ulps = np.abs(got.view(np.int64) - np.tanh(x).view(np.int64))  # same signs throughout
+    assert ulps.max() <= 4
+    assert "np.tanh" not in mj.jit(mnp.tanh, backend="numba").lower(x).as_text()
+    mj.config.update("vector_math", False)
+    try:
+        text = mj.jit(lambda v: mnp.tanh(v), backend="numba").lower(x).as_text()
+    finally:
+        mj.config.update("vector_math", True)
+    assert "np.tanh(" in text
+
+
 def test_row_int_array_index():
     x = mnp.arange(3.0)
     assert list(x[np.array([0, 2])]) == [0.0, 2.0]  # an eager read works
