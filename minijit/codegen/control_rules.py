@@ -116,8 +116,10 @@ def _fori_interchanged(lo, eqn, args, outs):
     uses_index = any(a is index_var for e in body.eqns for a in e.invars) or any(
         a is index_var for a in body.outvars)
     lo.line("# interchanged: each element runs the whole loop in registers")
-    for o, v in zip(outs, eqn.outvars):
-        lo.line(f"{o} = {empty_like_var(lo, v)}")
+    stored = [id(v) in lo.read for v in eqn.outvars]  # a carry nothing reads is not stored
+    for o, v, keep in zip(outs, eqn.outvars, stored):
+        if keep:
+            lo.line(f"{o} = {empty_like_var(lo, v)}")
     for k, d in enumerate(shape):
         lo.line(f"for {idx[k]} in range({lo.dim(d)}):")
         lo.indent += 1
@@ -147,8 +149,9 @@ def _fori_interchanged(lo, eqn, args, outs):
         lo.line("    break")
     lo.line(f"{', '.join(lo.name(c) for c in carry_vars)} = {', '.join(new)}")
     lo.indent -= 1
-    for o, c in zip(outs, carry_vars):
-        lo.line(f"{o}[{index}] = {lo.name(c)}")
+    for o, c, keep in zip(outs, carry_vars, stored):
+        if keep:
+            lo.line(f"{o}[{index}] = {lo.name(c)}")
     lo.indent -= len(shape)
 
 

@@ -103,6 +103,7 @@ class Lowering:
         self.into: dict[str, tuple[str, str, str]] = {}
         self.allocated: set[str] = set()  # concatenations allocated ahead, by such a kernel
         self.imports: set[str] = set()  # import lines that rules need in the module
+        self.read: set[int] = set()  # ids of the Vars some equation or output reads
         # outer name of a kernel output -> the dead array it writes into (plan_buffers)
         self.reuse: dict[str, str] = {}
         self.line_eqns: dict[int, str] = {}
@@ -266,6 +267,10 @@ class Lowering:
         return _describe(eqn, self.names)
 
     def jaxpr_body(self, jaxpr: Jaxpr) -> None:
+        # values something reads later (an equation, or the program's outputs): a rule may
+        # skip writing one that nothing reads (an interchanged loop's unused carries)
+        self.read.update(id(a) for e in jaxpr.eqns for a in e.invars if isinstance(a, Var))
+        self.read.update(id(a) for a in jaxpr.outvars if isinstance(a, Var))
         for v, (concat, offset) in _written_into_concatenation(jaxpr).items():
             z = concat.outvars[0]
             sub = f"{self.dim(offset)}:{self.dim(offset + v.aval.shape[0])}"
