@@ -9,7 +9,7 @@ import numba
 import numpy as np
 import pytest
 
-from minijit.codegen.vecmath import FUNCTIONS, exp_log, hyperbolic
+from minijit.codegen.vecmath import FUNCTIONS
 
 MAX_ULP = 4
 DTYPES = ("float64", "float32")
@@ -234,33 +234,6 @@ def test_gelu_loop_is_vectorized(dtype):
     # 1 + tanh(...) cancels for x << 0, so the error is relative to |x|, not to the result.
     err = np.abs(out.astype(np.float64) - want.astype(np.float64))
     assert (err <= 8 * np.finfo(dtype).eps * np.abs(x.astype(np.float64))).all()
-
-
-VIA_F64 = {"exp": exp_log.exp_f32_via_f64, "expm1": exp_log.expm1_f32_via_f64,
-           "log": exp_log.log_f32_via_f64, "log1p": exp_log.log1p_f32_via_f64,
-           "tanh": hyperbolic.tanh_f32_via_f64, "logistic": hyperbolic.logistic_f32_via_f64}
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_float32_via_float64_variants(name):
-    """The float64-internal float32 variants (kept for speed comparisons) meet the same bound."""
-    f = VIA_F64[name]
-
-    @numba.njit
-    def loop(x, out):
-        for i in range(x.size):
-            out[i] = f(x[i])
-
-    x = full_range_sample("float32")[::4]
-    out = np.empty_like(x)
-    loop(x, out)
-    with np.errstate(all="ignore"):
-        want = REFERENCE[name](x)
-    assert ulp_distance(out, want).max() <= MAX_ULP
-    specials = np.array([v for v, _ in SPECIALS[name]], dtype=np.float32)
-    got = np.empty_like(specials)
-    loop(specials, got)
-    assert all(_same(g, np.float32(w)) for g, (_, w) in zip(got, SPECIALS[name]))
 
 
 def test_registry_covers_every_function_and_dtype():

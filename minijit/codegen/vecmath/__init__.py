@@ -35,9 +35,8 @@ semantics (a fastmath caller is fine: each inlined instruction keeps its own fla
 
 float32. The float32 functions compute in float32 (np.float32 constants throughout: a Python
 float would promote the expression to float64). Measured 1.2-2x faster (AVX-512 host) and
-1.4-2.4x faster (AVX2, NUMBA_CPU_NAME=haswell) than computing in float64 and rounding once
-(`exp_log.*_f32_via_f64`, `hyperbolic.*_f32_via_f64`, kept for that comparison), because a
-vector holds twice as many float32 lanes; expm1 is the exception on AVX-512 (equal).
+1.4-2.4x faster (AVX2, NUMBA_CPU_NAME=haswell) than computing in float64 and rounding once,
+because a vector holds twice as many float32 lanes; expm1 is the exception on AVX-512 (equal).
 
 Contract, every function and dtype: result dtype = argument dtype; nan in -> nan out; the
 special values are NumPy's: exp(-inf) = 0, exp(inf) = inf, exp overflows to inf past

@@ -12,18 +12,15 @@ log / log1p: x = 2**k * m with m in [sqrt(1/2), sqrt(2)), found with integer ari
     the bits (fdlibm's trick: add the bits of 1 - bits of sqrt(1/2) so the exponent field
     carries into k exactly when m >= sqrt(2)); with f = m - 1 and s = f/(2+f),
     log(1+f) = 2*atanh(s) = f - f*f/2 + s*(f*f/2 + R(s*s)), where R is fdlibm's degree-7
-    minimax polynomial in s*s on [0, 0.1716**2] (float64; degree 4 for float32, fdlibm's logf;
-    the atanh Taylor series to s**11 in the float64-internal variants). log1p forms
-    u = 1 + x and adds the rounding error of that sum back, c/u with c = (1 + x) - u
-    computed exactly (Sterbenz), as fdlibm's log1p does.
+    minimax polynomial in s*s on [0, 0.1716**2] (float64; degree 4 for float32, fdlibm's
+    logf). log1p forms u = 1 + x and adds the rounding error of that sum back, c/u with
+    c = (1 + x) - u computed exactly (Sterbenz), as fdlibm's log1p does.
 
 The float32 functions run the same method in float32 arithmetic, with float32 coefficients
 (Cephes' split of ln2 for exp, fdlibm's float minimax polynomial for log) and shorter
-polynomials. The `*_f32_via_f64` variants instead convert to float64, run a shorter float64
-polynomial and round once (float32 subnormals are normal doubles there and 2**k never leaves
-the double range, so they need no special scaling); they are as accurate but measured
-1.2-1.9x slower in vectorized loops (half the lanes per vector), so the registry uses the
-float32 ones.
+polynomials. Converting to float64, running a shorter float64 polynomial and rounding once
+is as accurate, but was measured 1.2-1.9x slower in vectorized loops (half the lanes per
+vector), so the float32 functions compute in float32.
 
 Branch-free: every special case is a conditional expression whose both sides are cheap and
 safe to compute (the compiled code holds `select`s, not branches), so LLVM's loop vectorizer
@@ -353,105 +350,7 @@ def log1p_f32(x):
     return y if x < _INF_F32 else x
 
 
-# ----------------------------------------------------------------------------------------
-# float32 computed in float64 with shorter polynomials and rounded once: accurate (<= 1 ulp
-# from the correctly rounded result) and simple, but 1.3-2x slower than the float32 kernels
-# below, which fill twice the lanes per vector. Kept for that comparison; the registry
-# uses the float32 kernels.
-
-
-@_jit
-def _expm1_poly_short(r):
-    """expm1(r) for |r| <= ln2/2 + tiny, to 2**-30 relative: Taylor to degree 8."""
-    q = _E7 + r * _E8
-    q = _E6 + r * q
-    q = _E5 + r * q
-    q = _E4 + r * q
-    q = _E3 + r * q
-    q = _E2 + r * q
-    return r + (r * r) * q
-
-
-@_jit
-def _exp_reduce_short(xs):
-    """(k, r) with xs = k*ln2 + r for |xs| <= 128 (one-constant reduction: error < 2**-45)."""
-    t = xs * LOG2E + SHIFTER_F64
-    kf = t - SHIFTER_F64
-    k = f64_bits(t) - SHIFTER_F64_BITS
-    return k, xs - kf * LN2
-
-
-@_jit
-def _exp_f32_in_f64(xd):
-    """e**xd as float64 to float32 accuracy, for float64 xd (not nan) from a float32."""
-    xs = EXP_HI_F32 if xd > EXP_HI_F32 else xd
-    xs = EXP_LO_F32 if xs < EXP_LO_F32 else xs
-    k, r = _exp_reduce_short(xs)
-    return (1.0 + _expm1_poly_short(r)) * pow2_f64(k)  # k in [-151, 129]: a normal double
-
-
-@_jit
-def exp_f32_via_f64(x):
-    """e**x for float32 x, float32 result; overflow (x > 88.72) -> inf, underflow to subnormals."""
-    xd = np.float64(x) if x == x else 0.0
-    y = np.float32(_exp_f32_in_f64(xd))
-    return y if x == x else x
-
-
-@_jit
-def expm1_f32_via_f64(x):
-    """e**x - 1 for float32 x, float32 result; expm1(+-0) = +-0."""
-    xd = np.float64(x) if x == x else 0.0
-    xs = EXP_HI_F32 if xd > EXP_HI_F32 else xd
-    xs = -20.0 if xs < -20.0 else xs  # expm1(-20) rounds to -1 in float32
-    k, r = _exp_reduce_short(xs)
-    tk = pow2_f64(k)  # k in [-29, 129]
-    y = np.float32(tk * _expm1_poly_short(r) + (tk - 1.0))
-    y = x if x == 0.0 else y
-    return y if x == x else x
-
-
-@_jit
-def _log_core_short(f, kf):
-    """log(2**k * (1 + f)) as float64 to float32 accuracy: atanh series to s**11."""
-    s = f / (2.0 + f)
-    z = s * s
-    r = z * (2 / 3 + z * (2 / 5 + z * (2 / 7 + z * (2 / 9 + z * (2 / 11)))))
-    hfsq = 0.5 * f * f
-    return kf * LN2 + (f - (hfsq - s * (hfsq + r)))
-
-
-@_jit
-def log_f32_via_f64(x):
-    """Natural log for float32 x, float32 result; subnormal inputs are normal in float64."""
-    xd = np.float64(x)
-    xs = xd if xd > 0.0 else 1.0
-    xs = xs if xs < INF else 1.0
-    k, f = _log_decompose(xs)
-    y = np.float32(_log_core_short(f, f64_from_small_int(k)))
-    y = -np.float32(INF) if x == 0.0 else y
-    y = np.float32(np.nan) if x < 0.0 else y
-    return y if x < INF else x
-
-
-@_jit
-def log1p_f32_via_f64(x):
-    """log(1 + x) for float32 x, float32 result; log1p(-1) = -inf, log1p(+-0) = +-0."""
-    xd = np.float64(x)
-    u = 1.0 + xd
-    c = (xd - (u - 1.0)) if xd < 1.0 else (1.0 - (u - xd))
-    us = u if u > 0.0 else 1.0
-    us = us if us < INF else 1.0
-    k, f = _log_decompose(us)
-    y = np.float32(_log_core_short(f, f64_from_small_int(k)) + c / us)
-    y = x if x == 0.0 else y
-    y = -np.float32(INF) if x == -1.0 else y
-    y = np.float32(np.nan) if x < -1.0 else y
-    return y if x < INF else x
-
-
 __all__ = [
     "exp_f64", "expm1_f64", "log_f64", "log1p_f64",
     "exp_f32", "expm1_f32", "log_f32", "log1p_f32",
-    "exp_f32_via_f64", "expm1_f32_via_f64", "log_f32_via_f64", "log1p_f32_via_f64",
 ]

@@ -13,8 +13,8 @@ as exp does (logistic(-inf) = 0, logistic(inf) = 1, logistic(nan) = nan).
 
 All four are branch-free (selects only) and compiled with `error_model="numpy"` (no
 ZeroDivisionError branch), so loops calling them vectorize; see the package docstring.
-The float32 versions compute in float32; `*_f32_via_f64` compute in float64 and round once
-(as accurate, slower: tanh about 1.7x, logistic 1.4x).
+The float32 versions compute in float32 (computing in float64 and rounding once was as
+accurate, and measured slower: tanh about 1.7x, logistic 1.4x).
 """
 
 from __future__ import annotations
@@ -24,12 +24,9 @@ from numba import njit
 
 from minijit.codegen.vecmath.bits import copysign_f32, copysign_f64, pow2_f64
 from minijit.codegen.vecmath.exp_log import (
-    _exp_f32_in_f64,
     _exp_reduce,
-    _exp_reduce_short,
     _expm1_moderate_f32,
     _expm1_poly,
-    _expm1_poly_short,
     exp_f32,
     exp_f64,
 )
@@ -91,34 +88,5 @@ def logistic_f32(x):
     return num / (_ONE_F32 + e)
 
 
-# float32 computed in float64 and rounded once: as accurate, but slower (half the lanes per
-# vector: tanh about 1.7x, logistic 1.4x); kept for that comparison, not in the registry.
-
-
-@_jit
-def tanh_f32_via_f64(x):
-    """Hyperbolic tangent for float32 x, float32 result; tanh(+-inf) = +-1, tanh(-0.0) = -0.0."""
-    xd = np.float64(x)
-    a = abs(xd)
-    a = a if a < TANH_CLAMP_F32 else TANH_CLAMP_F32
-    k, r = _exp_reduce_short(2.0 * a)
-    tk = pow2_f64(k)  # k <= 29
-    e = tk * _expm1_poly_short(r) + (tk - 1.0)
-    y = np.float32(copysign_f64(e / (e + 2.0), xd))
-    return y if x == x else x
-
-
-@_jit
-def logistic_f32_via_f64(x):
-    """1 / (1 + exp(-x)) for float32 x, float32 result."""
-    xd = np.float64(x)
-    a = abs(xd)
-    e = _exp_f32_in_f64(-a if a == a else 0.0)
-    num = 1.0 if xd >= 0.0 else e
-    y = np.float32(num / (1.0 + e))
-    return y if x == x else x
-
-
-__all__ = ["tanh_f64", "tanh_f32", "logistic_f64", "logistic_f32",
-           "tanh_f32_via_f64", "logistic_f32_via_f64"]
+__all__ = ["tanh_f64", "tanh_f32", "logistic_f64", "logistic_f32"]
 
