@@ -330,3 +330,17 @@ def test_a_row_reduction_of_computed_values_computes_the_row_then_folds_it():
     y[2, 3, 1] = np.nan  # the NaN still wins its row, read back from the scratch row
     row_max = np.asarray(f(y)[1])
     assert np.isnan(row_max[2]) and not np.isnan(np.delete(row_max, 2)).any()
+
+
+def test_a_compile_error_inside_a_kernel_names_the_member_equation():
+    """Members of a fused kernel are described only when an error needs it; it still names
+    the member whose code Numba rejected."""
+    from minijit.codegen.rules import Expression, numba_rules
+
+    rule = numba_rules[P.tanh_p]
+    numba_rules[P.tanh_p] = Expression(lambda a, eqn: f"tanh({a[0]})")  # no such name
+    try:
+        with pytest.raises(CodegenError, match=r"in the code for `e:f64\[3\] = tanh d`"):
+            mj.jit(lambda x: mnp.tanh(x * 2.0) + 1.0, backend="numba")(np.ones(3))
+    finally:
+        numba_rules[P.tanh_p] = rule

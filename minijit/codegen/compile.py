@@ -305,12 +305,16 @@ def _failing_equation(message: str, source: Source) -> str | None:
     lines = [int(n) for n in re.findall(r"line (\d+)", message)]
     for n in reversed(lines):
         if n in source.line_eqns:
-            return source.line_eqns[n]
+            return _described(source.line_eqns[n])
     # No line number: look for the names Numba quotes ('undefined_name') in the source.
     text = source.text.splitlines()
     for name in re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", message):
         hits = [k + 1 for k, line in enumerate(text)
                 if re.search(rf"\b{re.escape(name)}\b", line) and not line.strip().startswith("#")]
         if len(hits) == 1 and hits[0] in source.line_eqns:
-            return source.line_eqns[hits[0]]
+            return _described(source.line_eqns[hits[0]])
     return None
+
+
+def _described(eqn) -> str:
+    return eqn() if callable(eqn) else eqn  # see Source.line_eqns

@@ -14,6 +14,7 @@ before any code is compiled, since Numba does not check bounds.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -354,7 +355,8 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
                 env[id(v)] = atom(k)
             continue
         v = eqn.outvars[0]
-        out.current_eqn = out.describe(eqn)  # a compile error then names this equation
+        # a compile error then names this equation (described only if one happens)
+        out.current_eqn = functools.partial(out.describe, eqn)
         rule = numba_rules[eqn.primitive]
         if id(eqn) in reads:
             expr = f"{atom(eqn.invars[0])}[{reads[id(eqn)]}]"

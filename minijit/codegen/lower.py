@@ -61,7 +61,8 @@ class Source:
 
     text: str
     callbacks: dict[str, object] = field(default_factory=dict)  # global name -> callable
-    line_eqns: dict[int, str] = field(default_factory=dict)  # source line -> IR equation
+    # source line -> its IR equation, or a function that describes it (only an error needs it)
+    line_eqns: dict[int, object] = field(default_factory=dict)
     out_avals: list = field(default_factory=list)  # buffers the caller allocates and passes
     # None: the entry returns every output. Else, per output, where it is: ("returned", j),
     # the entry's j-th result, or ("stacked", b, k), row k of buffer b (see `_stackable`).
