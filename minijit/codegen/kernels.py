@@ -272,13 +272,12 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         reduced_shape = tuple(shape[n_kept:])
         reduced_index = ", ".join(idx[n_kept:])
         folded = last.invars[0]
-        outer_of = dict(zip(map(id, kernel.outvars), out_names))
         inner_of = dict(zip(map(id, kernel.invars), in_exprs))
-        if id(folded) in outer_of and outer_of[id(folded)] in out.stacked:
-            buffer, row = out.stacked[outer_of[id(folded)]]
+        if id(folded) in outputs and outputs[id(folded)] in out.stacked:
+            buffer, row = out.stacked[outputs[id(folded)]]
             folded_at = f"{buffer}[{row}, {index}]"
-        elif id(folded) in outer_of:
-            folded_at = f"{outer_of[id(folded)]}[{index}]"
+        elif id(folded) in outputs:
+            folded_at = f"{outputs[id(folded)]}[{index}]"
         elif id(folded) in inner_of and folded.aval.shape == shape:
             folded_at = f"{inner_of[id(folded)]}[{index}]"
         else:
@@ -286,10 +285,13 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             out.line(f"{scratch} = np.empty({out.shape(reduced_shape)}, "
                      f"np.{dtype_name(folded.aval.dtype)})")
             folded_at = None
+    def loop_line(k: int) -> str:  # loop k, its size read from the arguments (`out.dim`)
+        return _LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip())
+
     for k in range(len(shape)):
         if in_register and k == n_kept and not split:
             out.line(f"{acc} = {init}")
-        loop = _LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip())
+        loop = loop_line(k)
         if threads and k == 0:
             loop = loop.replace(" in range(", " in numba.prange(", 1)
             out.threaded = True
@@ -319,7 +321,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         out.indent -= len(shape) - n_kept
         out.line(f"{acc} = {init}")
         for k in range(n_kept, len(shape)):
-            out.line(_LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip()))
+            out.line(loop_line(k))
             out.indent += 1
         out.line(f"_v_{acc_name} = {folded_at}")
         for stmt in rule.combine(acc, f"_v_{acc_name}", last.outvars[0].aval.dtype):

@@ -44,7 +44,7 @@ from minijit.ir import (
     pp_eqn,
     subjaxprs,
 )
-from minijit.passes.fuse_elementwise import fused_p
+from minijit.passes.fuse_elementwise import as_kernel, fused_p
 from minijit.passes.plan_buffers import outputs_to_copy, owns_its_memory, plan_buffers
 
 _RESERVED = {"np", "nb", "numba", "math", "entry", "range", "abs", "min", "max", "len",
@@ -103,6 +103,7 @@ class Lowering:
         # that, the rows it fills): the kernel writes there, not into an array of its own
         self.into: dict[str, tuple[str, str, str]] = {}
         self.allocated: set[str] = set()  # concatenations allocated ahead, by such a kernel
+        self._concatenated: dict[int, tuple] = {}  # id(jaxpr) -> (jaxpr, `concatenated`)
         self.imports: set[str] = set()  # import lines that rules need in the module
         self.read: set[int] = set()  # ids of the Vars some equation or output reads
         # outer name of a kernel output -> the dead array it writes into (plan_buffers)
@@ -183,9 +184,11 @@ class Lowering:
             self.prealloc[self.name(v)] = f"out{k}"
             params.append(f"out{k}")
         buffers = [v.aval for v in singles]
+        row_of: dict[int, tuple[int, int]] = {}  # id(output) -> (its buffer's index, its row)
         for g, group in enumerate(stacks):
             for k, v in enumerate(group):
                 self.stacked[self.name(v)] = (f"outs{g}", k)
+                row_of[id(v)] = (len(buffers), k)
             params.append(f"outs{g}")
             buffers.append(ShapedArray((len(group), *group[0].aval.shape), group[0].aval.dtype))
         self.plan_reuse(jaxpr, donated)
@@ -196,13 +199,11 @@ class Lowering:
         layout = []  # per output: ("returned", position) or ("stacked", buffer, row)
         outs = []
         for a in jaxpr.outvars:
-            name = self.atom(a)
-            if name in self.stacked and isinstance(a, Var):
-                param, row = self.stacked[name]
-                layout.append(("stacked", len(singles) + int(param[4:]), row))
+            if id(a) in row_of:
+                layout.append(("stacked", *row_of[id(a)]))
             else:
                 layout.append(("returned", len(outs)))
-                outs.append(name)
+                outs.append(self.atom(a))
         self.line(f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
         # The function's name is not in the source: identical programs share one compile.
         head = ["# minijit: generated code; each block names the IR equation it computes.",
@@ -229,7 +230,7 @@ class Lowering:
         owner: dict[int, Var] = {}  # buffer -> the last value that held it
         for b, k in plan.reused_from_input.items():  # donated arguments' arrays
             owner[b] = jaxpr.invars[k]
-        into = _written_into_concatenation(jaxpr)
+        into = self.concatenated(jaxpr)
         for v in (o for e in jaxpr.eqns for o in e.outvars):
             b = plan.buffer_of.get(id(v))
             if b is None or id(v) in into:  # a view of its concatenation: neither gives
@@ -267,12 +268,19 @@ class Lowering:
     def describe(self, eqn: Eqn) -> str:
         return _describe(eqn, self.names)
 
+    def concatenated(self, jaxpr: Jaxpr) -> dict:
+        """`_written_into_concatenation(jaxpr)`, found once per Jaxpr: `plan_reuse` and
+        `jaxpr_body` both need it."""
+        if id(jaxpr) not in self._concatenated:
+            self._concatenated[id(jaxpr)] = (jaxpr, _written_into_concatenation(jaxpr))
+        return self._concatenated[id(jaxpr)][1]
+
     def jaxpr_body(self, jaxpr: Jaxpr) -> None:
         # values something reads later (an equation, or the program's outputs): a rule may
         # skip writing one that nothing reads (an interchanged loop's unused carries)
         self.read.update(id(a) for e in jaxpr.eqns for a in e.invars if isinstance(a, Var))
         self.read.update(id(a) for a in jaxpr.outvars if isinstance(a, Var))
-        for v, (concat, offset) in _written_into_concatenation(jaxpr).items():
+        for v, (concat, offset) in self.concatenated(jaxpr).items():
             z = concat.outvars[0]
             sub = f"{self.dim(offset)}:{self.dim(offset + v.aval.shape[0])}"
             self.into[self.name(v)] = (self.name(z), empty_like_var(self, z), sub)
@@ -314,8 +322,9 @@ class Lowering:
         elif scalar and isinstance(rule, Indexed):
             self.line(f"{outs[0]} = {rule.rule(args[0], eqn, [])}")
         else:  # a loop kernel of one equation: elementwise, broadcast or reduction
-            kernel, inputs = _one_equation_kernel(eqn)
-            emit_kernel(self, kernel, [self.atom(a) for a in inputs], outs, self.name)
+            kernel = as_kernel(eqn)
+            emit_kernel(self, kernel.params["jaxpr"], [self.atom(a) for a in kernel.invars],
+                        outs, self.name)
 
 
 def _is_kernel(p) -> bool:
@@ -392,17 +401,6 @@ def _stackable(jaxpr: Jaxpr, preallocated: list[Var]) -> list[list[Var]]:
                 and id(v) not in read):
             groups.setdefault((v.aval.shape, v.aval.dtype), []).append(v)
     return [g for g in groups.values() if len(g) >= STACK_AT]
-
-
-def _one_equation_kernel(eqn: Eqn) -> tuple[Jaxpr, list[Var]]:
-    """A kernel holding just `eqn`, with fresh variables (its own scope, as in `fused`)."""
-    inputs = list(dict.fromkeys(a for a in eqn.invars if isinstance(a, Var)))
-    fresh = {id(a): Var(a.aval) for a in inputs}
-    outvars = tuple(Var(v.aval) for v in eqn.outvars)
-    inner = Eqn(eqn.primitive, tuple(fresh.get(id(a), a) for a in eqn.invars), outvars,
-                eqn.params, eqn.source)
-    return Jaxpr((), tuple(fresh[id(a)] for a in inputs), (inner,), outvars), inputs
-
 
 
 def lower_jaxpr(closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),

@@ -35,7 +35,13 @@ from minijit import primitives as P
 from minijit.core import Primitive, ShapedArray, abstract_eval_rules, impl_rules
 from minijit.interpret import eval_jaxpr
 from minijit.ir import Eqn, Jaxpr, Lit, Var
-from minijit.passes.rewrite import Substitution, has_effects, jaxpr_pass, map_subjaxprs
+from minijit.passes.rewrite import (
+    Substitution,
+    has_effects,
+    jaxpr_pass,
+    map_subjaxprs,
+    until_unchanged,
+)
 
 fused_p = Primitive("fused", multiple_results=True)
 
@@ -68,11 +74,25 @@ class _Group:
 
 def fuse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     """Fuse sweep after sweep until a sweep changes nothing (rule 6)."""
-    while True:
-        fused = _fuse_once(jaxpr)
-        if fused is jaxpr:
-            return fused
-        jaxpr = fused
+    return until_unchanged(_fuse_once, jaxpr)
+
+
+def as_kernel(eqn: Eqn) -> Eqn:
+    """`eqn` as a `fused` equation of one member, with fresh variables for the kernel's own
+    scope (a `fused` equation is returned as it is)."""
+    if eqn.primitive is fused_p:
+        return eqn
+    inputs = list(dict.fromkeys(a for a in eqn.invars if isinstance(a, Var)))
+    inner = Substitution()
+    for a in inputs:
+        inner[a] = Var(a.aval)
+    outs = tuple(Var(v.aval) for v in eqn.outvars)
+    body = Eqn(eqn.primitive, tuple(inner(a) for a in eqn.invars), outs, eqn.params,
+               eqn.source)
+    kind = "reduction" if eqn.primitive in FUSIBLE_REDUCTIONS else "elementwise"
+    return Eqn(fused_p, tuple(inputs), eqn.outvars,
+               {"jaxpr": Jaxpr((), tuple(inner(a) for a in inputs), (body,), outs),
+                "kind": kind}, eqn.source)
 
 
 def fusion_groups(jaxpr: Jaxpr) -> list[list[int]]:

@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from minijit.ir import Eqn, Jaxpr, Var
-from minijit.passes.fuse_elementwise import fused_p, may_fuse
-from minijit.passes.rewrite import Substitution, jaxpr_pass, map_subjaxprs
+from minijit.passes.fuse_elementwise import as_kernel, fused_p, may_fuse
+from minijit.passes.rewrite import Substitution, jaxpr_pass, map_subjaxprs, until_unchanged
 
 # A kernel of many outputs is split: LLVM's loop passes compare every pair of memory accesses
 # in a loop, so one loop writing 1,000 outputs compiles for minutes; loops of 32 stay fast.
@@ -52,28 +52,12 @@ def _is_elementwise_kernel(eqn: Eqn) -> bool:
     return may_fuse(eqn)
 
 
-def _as_kernel(eqn: Eqn) -> Eqn:
-    """`eqn` as a `fused` equation of one member (already one: unchanged)."""
-    if eqn.primitive is fused_p:
-        return eqn
-    inputs = list(dict.fromkeys(a for a in eqn.invars if isinstance(a, Var)))
-    inner = Substitution()
-    for a in inputs:
-        inner[a] = Var(a.aval)
-    outs = tuple(Var(v.aval) for v in eqn.outvars)
-    body = Eqn(eqn.primitive, tuple(inner(a) for a in eqn.invars), outs, eqn.params,
-               eqn.source)
-    kernel = Jaxpr((), tuple(inner(a) for a in inputs), (body,), outs)
-    return Eqn(fused_p, tuple(inputs), eqn.outvars, {"jaxpr": kernel, "kind": "elementwise"},
-               eqn.source)
-
-
 def _merged(kernels: list[Eqn]) -> Eqn:
     """One `fused` equation computing every kernel of `kernels` in one loop."""
     outer_ins: list[Var] = []
     inner_of: dict[int, Var] = {}
     body, inner_outs, outer_outs = [], [], []
-    for k in map(_as_kernel, kernels):
+    for k in map(as_kernel, kernels):
         jaxpr = k.params["jaxpr"]
         sub = Substitution()
         for outer, inner in zip(k.invars, jaxpr.invars):
@@ -148,11 +132,7 @@ def _fuse_once(jaxpr: Jaxpr) -> Jaxpr:
 
 def fuse_siblings_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     """Merge sibling kernels sweep after sweep until a sweep changes nothing."""
-    while True:
-        fused = _fuse_once(jaxpr)
-        if fused is jaxpr:
-            return fused
-        jaxpr = fused
+    return until_unchanged(_fuse_once, jaxpr)
 
 
 fuse_siblings = jaxpr_pass(lambda jaxpr, const_values: fuse_siblings_jaxpr(jaxpr),

@@ -33,6 +33,15 @@ class Substitution:
         return replace(eqn, invars=invars)
 
 
+def until_unchanged(sweep: Callable[[Jaxpr], Jaxpr], jaxpr: Jaxpr) -> Jaxpr:
+    """Apply `sweep` again and again until it returns its argument itself (a fixed point)."""
+    while True:
+        swept = sweep(jaxpr)
+        if swept is jaxpr:
+            return swept
+        jaxpr = swept
+
+
 def map_subjaxprs(eqn: Eqn, fn: Callable[[Jaxpr], Jaxpr]) -> Eqn:
     """`eqn` with `fn` applied to every Jaxpr in its params (branches, bodies, kernels)."""
     params, changed = {}, False
