@@ -296,8 +296,20 @@ impl_rules[P.clamp_p] = lambda lo, x, hi: [_clamp(lo, x, hi)]
 
 impl_rules[P.reduce_sum_p] = lambda x, *, axes: [np.sum(x, axis=tuple(axes), dtype=x.dtype)]
 impl_rules[P.reduce_prod_p] = lambda x, *, axes: [np.prod(x, axis=tuple(axes), dtype=x.dtype)]
-impl_rules[P.reduce_max_p] = lambda x, *, axes: [np.max(x, axis=tuple(axes))]
-impl_rules[P.reduce_min_p] = lambda x, *, axes: [np.min(x, axis=tuple(axes))]
+def _signed_zeros(out, x, axes, positive: bool):
+    """A max (positive=True) or min over `axes` with JAX's zeros: -0.0 orders below +0.0. np.max
+    returns whichever zero it meets last, so its sign depends on the order of the elements."""
+    if out.dtype.kind != "f" or not np.any(out == 0):
+        return out
+    wanted = np.any((x == 0) & (np.signbit(x) != positive), axis=axes)
+    zero = np.where(wanted, 0.0, -0.0) if positive else np.where(wanted, -0.0, 0.0)
+    return np.where(out == 0, zero.astype(out.dtype), out)
+
+
+impl_rules[P.reduce_max_p] = lambda x, *, axes: [
+    _signed_zeros(np.max(x, axis=tuple(axes)), x, tuple(axes), True)]
+impl_rules[P.reduce_min_p] = lambda x, *, axes: [
+    _signed_zeros(np.min(x, axis=tuple(axes)), x, tuple(axes), False)]
 impl_rules[P.argmax_p] = lambda x, *, axes, index_dtype: [
     np.argmax(x, axis=axes[0]).astype(index_dtype)
 ]

@@ -22,7 +22,15 @@ import numpy as np
 from minijit import build
 from minijit import primitives as P
 from minijit.codegen.rules import Indexed, Reduction, Statements, numba_rules
-from minijit.codegen.scalar_rules import cast, dtype_name, literal, scalar_expr, wrapping
+from minijit.codegen.scalar_rules import (
+    cast,
+    dtype_name,
+    float_max,
+    float_min,
+    literal,
+    scalar_expr,
+    wrapping,
+)
 from minijit.ir import Jaxpr, Lit, Var
 from minijit.passes.fuse_elementwise import fused_p
 
@@ -35,10 +43,19 @@ def _fold(op: str):
 
 
 def _pick(op: str):
-    def combine(acc: str, v: str, dt) -> list[str]:  # NaN propagates: it is never replaced
-        return [f"if {v} {op} {acc} or {v} != {v}:", f"    {acc} = {v}"]
+    def combine(acc: str, v: str, dt) -> list[str]:
+        if dt.kind == "f":  # NaN propagates, and -0.0 orders below +0.0, as in JAX
+            return [f"{acc} = {(float_max if op == '>' else float_min)(acc, v)}"]
+        return [f"if {v} {op} {acc}:", f"    {acc} = {v}"]
 
     return combine
+
+
+def _folds(name: str):
+    def row(dt) -> str | None:  # the `folds` function for a contiguous row of dtype dt
+        return f"folds.{name}_f{dt.itemsize * 8}" if dt in (np.float32, np.float64) else None
+
+    return row
 
 
 def _lowest(dt) -> str:
@@ -51,10 +68,10 @@ def _highest(dt) -> str:
                    dt)
 
 
-numba_rules[P.reduce_sum_p] = Reduction(lambda dt: literal(0, dt), _fold("+"))
+numba_rules[P.reduce_sum_p] = Reduction(lambda dt: literal(0, dt), _fold("+"), _folds("sum"))
 numba_rules[P.reduce_prod_p] = Reduction(lambda dt: literal(1, dt), _fold("*"))
-numba_rules[P.reduce_max_p] = Reduction(_lowest, _pick(">"))
-numba_rules[P.reduce_min_p] = Reduction(_highest, _pick("<"))
+numba_rules[P.reduce_max_p] = Reduction(_lowest, _pick(">"), _folds("max"))
+numba_rules[P.reduce_min_p] = Reduction(_highest, _pick("<"), _folds("min"))
 
 
 def _broadcast_read(array: str, eqn, idx: list[str]) -> str:
@@ -227,7 +244,11 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         rule = numba_rules[last.primitive]
         init = rule.init(dt)
         n_kept = len(shape) - len(axes)
-        in_register = bool(kept) and axes == set(range(n_kept, len(shape)))
+        trailing = axes == set(range(n_kept, len(shape)))
+        in_register = bool(kept) and trailing
+        # Trailing axes of a float dtype: each row along the last axis is folded by one call
+        # of a function that LLVM vectorizes (`folds.py`), not element by element.
+        row_fold = rule.row(dt) if rule.row and trailing and shape else None
         if in_register:
             kept_shape = tuple(shape[:n_kept])
             given = out.prealloc.get(acc_name)
@@ -264,9 +285,16 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     threads = (getattr(out, "parallel", False) and out.indent == 1 and shape
                and int(np.prod(shape)) >= out.PARALLEL_AT
                and not (reduction and 0 in last.params["axes"]))
-    # A row-wise reduction of computed values (softmax's sum of exp) runs the row twice: a
-    # first loop computes the elements and stores them, which LLVM vectorizes, and a second
-    # one folds them in order. One loop would stay scalar: LLVM may not reorder the sum.
+    def loop_line(k: int) -> str:  # loop k, its size read from the arguments (`out.dim`)
+        return _LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip())
+
+    if reduction and row_fold:
+        _emit_rows(out, kernel, members, in_exprs, out_names, name, reads, env, full_inputs,
+                   idx, index, loop_line, threads, row_fold, acc, n_kept)
+        return
+    # A row-wise reduction of computed values (an integer sum) runs the row twice: a first
+    # loop computes the elements and stores them, which LLVM vectorizes, and a second one
+    # folds them in order.
     split = in_register and bool(members)
     if split:
         reduced_shape = tuple(shape[n_kept:])
@@ -285,9 +313,6 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             out.line(f"{scratch} = np.empty({out.shape(reduced_shape)}, "
                      f"np.{dtype_name(folded.aval.dtype)})")
             folded_at = None
-    def loop_line(k: int) -> str:  # loop k, its size read from the arguments (`out.dim`)
-        return _LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip())
-
     for k in range(len(shape)):
         if in_register and k == n_kept and not split:
             out.line(f"{acc} = {init}")
@@ -332,6 +357,90 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         out.indent -= n_kept
     else:
         out.indent -= len(shape)
+
+
+def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, env,
+               full_inputs, idx, index, loop_line, threads, row_fold: str, acc: str,
+               n_kept: int) -> None:
+    """The loops of a reduction over trailing axes whose dtype has a row fold (`folds.py`).
+
+    The loops run over every axis but the last. Inside them, if the kernel computes the
+    reduced operand, one loop over the last axis computes the row's elements and stores them
+    (into the kernel's output if it has one, else into a scratch row); LLVM vectorizes that
+    loop. Then one call folds the stored row: `b[i0] = folds.max_f64(a[i0])`. When more than
+    one row reduces into one result (a full reduction, or two reduced axes), the rows' folds
+    are combined in order by the rule's `combine`.
+    """
+    last = kernel.eqns[-1]
+    rule = numba_rules[last.primitive]
+    dt = last.outvars[0].aval.dtype
+    shape = last.invars[0].aval.shape
+    rank = len(shape)
+    outputs = dict(zip(map(id, kernel.outvars), out_names))
+    acc_name = outputs.get(id(last.outvars[0])) or name(last.outvars[0])
+    folded = last.invars[0]
+    prefix = ", ".join(idx[:-1])
+    stores = [(v, outer) for v, outer in zip(kernel.outvars, out_names)
+              if isinstance(v, Var) and v is not last.outvars[0]]
+    scratch = None
+    if id(folded) in outputs and outputs[id(folded)] in out.stacked:
+        buffer, r = out.stacked[outputs[id(folded)]]
+        row = f"{buffer}[{r}, {prefix}]" if prefix else f"{buffer}[{r}]"
+    else:
+        array = outputs.get(id(folded)) or dict(zip(map(id, kernel.invars), in_exprs)).get(
+            id(folded))
+        if array is None:  # computed and not an output: stored into a scratch row
+            array = scratch = f"_row_{acc_name}"
+        row = f"{array}[{prefix}]" if prefix and not scratch else array
+    allocate_scratch = (f"{scratch} = np.empty({out.shape(shape[-1:])}, "
+                        f"np.{dtype_name(folded.aval.dtype)})")
+    if scratch and not threads:
+        out.line(allocate_scratch)
+    one_row = n_kept == rank - 1  # each result is the fold of exactly one row
+    for k in range(rank - 1):
+        if k == n_kept and not one_row:
+            out.line(f"{acc} = {rule.init(dt)}")
+        loop = loop_line(k)
+        if threads and k == 0:  # each thread its own scratch row
+            loop = loop.replace(" in range(", " in numba.prange(", 1)
+            out.threaded = True
+        out.line(loop)
+        out.indent += 1
+        if scratch and threads and k == 0:
+            out.line(allocate_scratch)
+    if members or stores:
+        out.line(loop_line(rank - 1))
+        out.indent += 1
+        for v, outer in full_inputs:
+            env[id(v)] = name(v)
+            out.line(f"{name(v)} = {outer}[{index}]")
+        emit_elements(out, members, env, idx, name, reads)
+
+        def atom(a):
+            return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+
+        for v, outer in stores:
+            if outer in out.stacked:
+                buffer, r = out.stacked[outer]
+                out.line(f"{buffer}[{r}, {index}] = {atom(v)}")
+            else:
+                out.line(f"{outer}[{index}] = {atom(v)}")
+        if scratch:
+            out.line(f"{scratch}[{idx[-1]}] = {atom(folded)}")
+        out.indent -= 1
+    out.imports.add("from minijit.codegen import folds")
+    if one_row and n_kept:
+        out.line(f"{acc_name}[{prefix}] = {row_fold}({row})")
+    else:
+        out.line(f"_part_{acc_name} = {row_fold}({row})")
+        for stmt in rule.combine(acc, f"_part_{acc_name}", dt):
+            out.line(stmt)
+    if n_kept and not one_row:
+        out.indent -= rank - 1 - n_kept
+        out.line(f"{acc_name}[{', '.join(idx[:n_kept])}] = {acc}")
+        out.indent -= n_kept
+    else:
+        out.indent -= rank - 1
 
 
 def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,

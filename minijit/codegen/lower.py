@@ -48,7 +48,7 @@ from minijit.passes.fuse_elementwise import as_kernel, fused_p
 from minijit.passes.plan_buffers import outputs_to_copy, owns_its_memory, plan_buffers
 
 _RESERVED = {"np", "nb", "numba", "math", "entry", "range", "abs", "min", "max", "len",
-             "vecmath", "c_view"}
+             "vecmath", "c_view", "folds"}
 
 
 class CodegenError(RuntimeError):

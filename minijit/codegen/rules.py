@@ -9,9 +9,11 @@
 - `Indexed(rule)`: `rule(array, eqn, idx) -> str` is one element of the result read from the
   operand `array` at other indices than the loop's own `idx` (`broadcast_in_dim`: an operand
   of shape (4, 1) in a (4, 5) loop is read at `[i0, 0]`; `kernels.py`).
-- `Reduction(init, combine)`: `init(dtype) -> str` is the accumulator's first value, and
+- `Reduction(init, combine, row)`: `init(dtype) -> str` is the accumulator's first value, and
   `combine(acc, v, dtype) -> list[str]` the statements that fold element `v` into it, inside
-  the kernel's loop (`kernels.py`).
+  the kernel's loop (`kernels.py`). `row(dtype) -> str | None`, if given, names a function
+  that folds a whole contiguous row in one call (`folds.sum_f64`), used for the last axis
+  when the reduced axes are the trailing ones; it must agree with `combine` up to rounding.
 - `Statements(rule)`: `rule(lo, eqn, args, outs)` writes whole statements through the
   `Lowering` `lo`: reshapes, slices, the matrix product (`array_rules.py`), control flow
   (`control_rules.py`), a fused kernel's loop nest (`kernels.py`).
@@ -44,6 +46,7 @@ class Indexed:
 class Reduction:
     init: Callable  # (dtype) -> str
     combine: Callable  # (acc, v, dtype) -> list[str]
+    row: Callable | None = None  # (dtype) -> str | None
 
 
 @dataclass(frozen=True)

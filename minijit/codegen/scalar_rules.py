@@ -153,25 +153,27 @@ def _logical_or_else(bool_op: str, otherwise: Rule) -> Rule:
 # --------------------------------------------------------------------------- max and min
 
 
-def _max(a, eqn):
-    x, y = a
-    if _kind(eqn) != "f":
-        return f"np.maximum({x}, {y})"
-    # NaN wins, and +0.0 beats -0.0 (IEEE 754's maximum, which JAX follows). np.maximum
-    # returns its second operand on a tie, so its sign of zero depends on the order; but max
-    # is COMMUTATIVE, and cse takes max(x, y) and max(y, x) for one value. On a tie between
-    # zeros, x + y is -0.0 only when both are -0.0.
+def float_max(x: str, y: str) -> str:
+    """max of two float expressions as JAX computes it: NaN wins, and +0.0 beats -0.0 (IEEE
+    754's maximum). np.maximum returns its second operand on a tie, so its sign of zero
+    depends on the order; but max is COMMUTATIVE, and cse takes max(x, y) and max(y, x) for
+    one value. On a tie between zeros, x + y is -0.0 only when both are -0.0."""
     return (f"({x} if {x} > {y} or {x} != {x} else {y} if {y} > {x} or {y} != {y} "
             f"else {x} + {y} if {x} == 0 else {x})")
 
 
-def _min(a, eqn):
-    x, y = a
-    if _kind(eqn) != "f":
-        return f"np.minimum({x}, {y})"
-    # As in _max; -(-x - y) is +0.0 only when both zeros are +0.0.
+def float_min(x: str, y: str) -> str:
+    """As `float_max`: -0.0 wins, and -(-x - y) is +0.0 only when both zeros are +0.0."""
     return (f"({x} if {x} < {y} or {x} != {x} else {y} if {y} < {x} or {y} != {y} "
             f"else -(-{x} - {y}) if {x} == 0 else {x})")
+
+
+def _max(a, eqn):
+    return float_max(*a) if _kind(eqn) == "f" else f"np.maximum({a[0]}, {a[1]})"
+
+
+def _min(a, eqn):
+    return float_min(*a) if _kind(eqn) == "f" else f"np.minimum({a[0]}, {a[1]})"
 
 
 numba_rules[P.add_p] = Expression(_logical_or_else("|", _wrapping("+")))
