@@ -82,7 +82,7 @@ def test_all_adds_sin_cos_and_erf(vector_math):
         return mnp.sin(x) + mnp.cos(x) * lax.erf(x)
 
     x = np.linspace(-10, 10, 1001)
-    assert "np.sin(" in mj.jit(trig, backend="numba").lower(x).as_text()
+    assert "math.sin(" in mj.jit(trig, backend="numba").lower(x).as_text()
     vector_math("all")
     f = mj.jit(trig, backend="numba")
     text = f.lower(x).as_text()
@@ -95,7 +95,7 @@ def test_false_keeps_libm(vector_math):
     vector_math(False)
     x = np.linspace(-3, 3, 9)
     f = mj.jit(gelu, backend="numba")
-    assert "np.tanh(" in f.lower(x).as_text() and "vecmath." not in f.lower(x).as_text().split(
+    assert "math.tanh(" in f.lower(x).as_text() and "vecmath." not in f.lower(x).as_text().split(
         "def entry")[1]
     want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
     np.testing.assert_allclose(f(x), want, rtol=1e-15)

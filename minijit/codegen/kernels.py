@@ -251,13 +251,15 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         row_fold = rule.row(dt) if rule.row and trailing and shape else None
         if in_register:
             kept_shape = tuple(shape[:n_kept])
-            given = out.prealloc.get(acc_name)
-            out.line(f"{acc_name} = {given}" if given else
+            # plan_buffers gives a reduction only buffers dead before it, never its operand's
+            given = out.prealloc.get(acc_name) or out.reuse.get(acc_name)
+            out.line(f"{acc_name} = {given}  # reused, see plan_buffers"
+                     if acc_name in out.reuse else f"{acc_name} = {given}" if given else
                      f"{acc_name} = np.empty({out.shape(kept_shape)}, np.{dtype_name(dt)})")
             acc = f"_acc_{acc_name}"
         elif kept:
             kept_shape = tuple(d for k, d in enumerate(shape) if k not in axes)
-            given = out.prealloc.get(acc_name)
+            given = out.prealloc.get(acc_name) or out.reuse.get(acc_name)
             if given:
                 out.line(f"{acc_name} = {given}")
                 out.line(f"{acc_name}[...] = {init}")
@@ -429,8 +431,9 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
             out.line(f"{scratch}[{idx[-1]}] = {atom(folded)}")
         out.indent -= 1
     out.imports.add("from minijit.codegen import folds")
-    if one_row and n_kept:
-        out.line(f"{acc_name}[{prefix}] = {row_fold}({row})")
+    if one_row:
+        out.line(f"{acc_name}[{prefix}] = {row_fold}({row})" if n_kept else
+                 f"{acc_name} = {row_fold}({row})")
     else:
         out.line(f"_part_{acc_name} = {row_fold}({row})")
         for stmt in rule.combine(acc, f"_part_{acc_name}", dt):

@@ -24,6 +24,7 @@ from minijit.codegen import array_rules, control_rules  # noqa: F401 - they fill
 from minijit.codegen.array_rules import empty_like_var
 from minijit.codegen.control_rules import interchangeable  # noqa: F401
 from minijit.codegen.kernels import emit_kernel
+from minijit.codegen.row_loops import emit_run, row_runs
 from minijit.codegen.rules import (
     Expression,
     Indexed,
@@ -284,10 +285,20 @@ class Lowering:
             z = concat.outvars[0]
             sub = f"{self.dim(offset)}:{self.dim(offset + v.aval.shape[0])}"
             self.into[self.name(v)] = (self.name(z), empty_like_var(self, z), sub)
-        for eqn in jaxpr.eqns:
-            self.current_eqn = _describe(eqn, self.names)
-            self.line(f"# {self.current_eqn}")
-            self.eqn(eqn)
+        runs = {} if self.parallel else row_runs(jaxpr, self)
+        k = 0
+        while k < len(jaxpr.eqns):
+            if k in runs:  # one loop over the rows computes these equations (row_loops.py)
+                emit_run(self, jaxpr.eqns[k:runs[k]])
+                k = runs[k]
+                continue
+            self.describe_and_lower(jaxpr.eqns[k])
+            k += 1
+
+    def describe_and_lower(self, eqn: Eqn) -> None:
+        self.current_eqn = _describe(eqn, self.names)
+        self.line(f"# {self.current_eqn}")
+        self.eqn(eqn)
 
     def bind_inputs(self, jaxpr: Jaxpr, exprs: list[str]) -> None:
         for v, e in zip(jaxpr.invars, exprs):

@@ -1,0 +1,195 @@
+"""Row loops: consecutive loop nests over the same rows become one loop over the rows.
+
+Why. A softmax is three loop nests over the rows of `x`: the rows' maxima, then `exp` and
+the rows' sums, then the division. Each nest streams the whole array through memory; for a
+large `x` the program is bound by those passes, not by arithmetic. But row `i` of each nest
+needs only row `i` of what the nests before it wrote. So one loop can run all three for row
+`i` while that row is in the cache:
+
+    for i0 in range(_n0):
+        b[i0] = folds.max_f64(a[i0])
+        for i1 in range(_n1): d[i0, i1] = exp(a[i0, i1] - c[i0, 0])
+        e[i0] = folds.sum_f64(d[i0])
+        for i1 in range(_n1): m[i0, i1] = d[i0, i1] / l[i0, 0]
+
+This is loop fusion of the outer loops, done where the optimizer's fusion (chapter 08)
+cannot go: across a reduction, whose result the next kernel reads broadcast along the row.
+
+When (`row_runs`). A run is a sequence of consecutive equations of one Jaxpr, at least two of
+them loop kernels, in which
+- every loop kernel (a fused kernel or a lone elementwise equation or reduction) has a loop
+  shape of rank >= 1 whose first size is the same R >= 2, does not reduce axis 0 (so it
+  writes row i0 of its outputs in iteration i0), and does not write into a concatenation;
+- every other equation is a `reshape` that keeps the first size R (`b.reshape((R, 1))`: row
+  i0 of the result is row i0 of the operand, and the reshape is a view);
+- an array written in the run is read in it only *row-locally*: at the loop's own index (an
+  operand of the loop's shape) or through a `broadcast_in_dim` that maps its axis 0, of size
+  R, to the loop's axis 0;
+- a kernel writes into the buffer of a value from before the run (`plan_buffers` reuses dead
+  buffers) only if every read in the run is row-local: a bias broadcast along the rows, read
+  whole by every row, must not share memory with anything the run writes.
+So iteration i0 reads, of what the run writes, only row i0, which the equations before it
+wrote earlier in the same iteration, as they would have in separate loops: the values are
+the same, bit for bit (tests/test_row_loops.py).
+
+How (`emit_run`). Each equation is lowered as usual; its lines are then split into the
+statements before its loop over axis 0 (allocations and views: hoisted before the one row
+loop, in order), the `for i0 in range(R):` line (the same for all) and the loop's body (moved
+into the row loop, in order). A kernel whose lines do not have that shape (a learner's
+`loop_nest` that orders the loops otherwise) is lowered as before, unfused.
+`jit(..., parallel=True)` keeps separate loops (each can be threaded on its own).
+"""
+
+from __future__ import annotations
+
+import re
+
+from minijit import primitives as P
+from minijit.codegen.rules import Reduction, is_kernel_member, numba_rules
+from minijit.ir import Jaxpr, Var
+from minijit.passes.fuse_elementwise import as_kernel, fused_p
+
+_ROW_LOOP = re.compile(r"for i0 in range\(.+\):$")
+
+
+def _is_loop_kernel(e) -> bool:
+    """Is `e` lowered by `emit_kernel` to a loop nest over an array (not a scalar)?"""
+    return ((e.primitive is fused_p or is_kernel_member(e.primitive))
+            and bool(e.outvars) and bool(e.outvars[0].aval.shape))
+
+
+def _loop_shape(e):
+    """(kernel Jaxpr, iteration shape, reduced axes) of a loop-kernel equation."""
+    kernel = (e if e.primitive is fused_p else as_kernel(e)).params["jaxpr"]
+    last = kernel.eqns[-1]
+    if isinstance(numba_rules.get(last.primitive), Reduction):
+        return kernel, last.invars[0].aval.shape, set(last.params["axes"])
+    return kernel, last.outvars[0].aval.shape, set()
+
+
+def _row_local(kernel: Jaxpr, e, shape) -> dict[int, bool]:
+    """{id(array operand of e): is it read only row-locally?} (see the module docstring)."""
+    outer = {id(v): a for v, a in zip(kernel.invars, e.invars)
+             if isinstance(a, Var) and a.aval.shape}
+    local = {id(a): True for a in outer.values()}
+    for m in kernel.eqns:
+        for x in m.invars:
+            a = outer.get(id(x))
+            if a is not None and x.aval.shape != shape:
+                local[id(a)] &= (m.primitive is P.broadcast_in_dim_p
+                                 and tuple(m.params["broadcast_dimensions"])[:1] == (0,)
+                                 and x.aval.shape[0] == shape[0])
+    return local
+
+
+class _Run:
+    """A run being grown: where it starts, its row count R, and what its equations did."""
+
+    def __init__(self, start: int):
+        self.start = start
+        self.stop = start  # one past its last loop kernel
+        self.rows = None
+        self.kernels = 0
+        self.written: set[int] = set()  # ids of the Vars its equations produce
+        self.names: set[str] = set()  # and their names in the generated code
+        self.nonlocal_reads = False  # does one of its kernels read an operand otherwise?
+        self.reuses_outside = False  # does one write into the buffer of a Var from before?
+
+    def take(self, k: int, e, lo) -> bool:
+        """Add equation k, `e`, if the run can compute it (see the module docstring)."""
+        if e.primitive is P.reshape_p:
+            if self.rows is None or not (e.invars[0].aval.shape[:1] == (self.rows,)
+                                         == e.outvars[0].aval.shape[:1]):
+                return False
+        elif _is_loop_kernel(e):
+            kernel, shape, axes = _loop_shape(e)
+            if (not shape or shape[0] < 2 or self.rows not in (None, shape[0]) or 0 in axes
+                    or any(lo.name(v) in lo.into for v in e.outvars)):
+                return False
+            local = _row_local(kernel, e, shape)
+            if not all(ok for a, ok in local.items() if a in self.written):
+                return False
+            # A kernel that writes into the buffer of a Var from before the run (plan_buffers)
+            # may overwrite a row that another kernel of the run reads later, unless every
+            # read in the run is row-local.
+            nonlocal_reads = self.nonlocal_reads or not all(local.values())
+            reuses_outside = self.reuses_outside or any(
+                lo.reuse[lo.name(v)] not in self.names for v in e.outvars
+                if lo.name(v) in lo.reuse)
+            if nonlocal_reads and reuses_outside:
+                return False
+            self.nonlocal_reads, self.reuses_outside = nonlocal_reads, reuses_outside
+            self.rows = shape[0]
+            self.kernels += 1
+            self.stop = k + 1
+        else:
+            return False
+        self.written |= {id(v) for v in e.outvars}
+        self.names |= {lo.name(v) for v in e.outvars}
+        return True
+
+
+def row_runs(jaxpr: Jaxpr, lo) -> dict[int, int]:
+    """{start: stop} of the runs of `jaxpr.eqns` that one loop over the rows computes: at
+    least two loop kernels each (a run's trailing reshapes are left out of it)."""
+    runs: dict[int, int] = {}
+    run = None
+    k = 0
+    while k < len(jaxpr.eqns):
+        e = jaxpr.eqns[k]
+        if run is None:
+            run = _Run(k)
+        if run.take(k, e, lo):
+            k += 1
+            continue
+        if run.kernels >= 2:
+            runs[run.start] = run.stop
+        # the equation that did not fit may start the next run, unless it started this one
+        restart = run.start != k
+        run = None
+        if not restart:
+            k += 1
+    if run is not None and run.kernels >= 2:
+        runs[run.start] = run.stop
+    return runs
+
+
+def emit_run(lo, eqns) -> None:
+    """Lower `eqns`, a run, as one loop over the rows (see the module docstring), or one by
+    one if some equation's lines do not have the expected shape."""
+    base = "    " * lo.indent
+    parts = []  # per equation: [(line, its equation's description)]
+    for e in eqns:
+        start = len(lo.lines)
+        lo.describe_and_lower(e)
+        parts.append([(text, lo.line_eqns.get(start + i + 2, ""))
+                      for i, text in enumerate(lo.lines[start:])])
+        del lo.lines[start:]
+    prologue, body, header = [], [], None
+    for e, lines in zip(eqns, parts):
+        loop = [i for i, (text, _) in enumerate(lines)
+                if text.startswith(base) and _ROW_LOOP.match(text[len(base):])]
+        if e.primitive is P.reshape_p:
+            if any(not t.startswith(base) or t.startswith(base + " ") for t, _ in lines):
+                return _put_back(lo, parts)
+            prologue += lines
+            continue
+        if len(loop) != 1 or (header is not None and lines[loop[0]][0] != header):
+            return _put_back(lo, parts)
+        i = loop[0]
+        header = lines[i][0]
+        inner = lines[i + 1:]
+        if any(not t.startswith(base + "    ") for t, _ in inner):
+            return _put_back(lo, parts)  # a statement after the loop over the rows
+        prologue += lines[:i]
+        body += [(base + "    " + lines[0][0].strip(), lines[0][1])] + inner
+    prologue.append((f"{base}# one loop over the rows for the {len(eqns)} equations above "
+                     f"(codegen/row_loops.py)", ""))
+    _put_back(lo, [prologue, [(header, "")], body])
+
+
+def _put_back(lo, parts) -> None:
+    for lines in parts:
+        for text, description in lines:
+            lo.lines.append(text)
+            lo.line_eqns[len(lo.lines) + 1] = description

@@ -1,0 +1,140 @@
+"""Row loops (`minijit/codegen/row_loops.py`): consecutive loop nests over the same rows run
+as one loop over the rows, where each reads only the rows the ones before it wrote.
+
+The values must be exactly those of the separate loops (each element is computed by the same
+operations in the same order), so the fused programs are compared bit for bit with the same
+program compiled with `parallel=True` at a size below the threading threshold, where row
+fusion is off and every kernel keeps its own loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijit as mj
+import minijit.numpy as mnp
+from minijit import lax
+from minijit.interpret import eval_jaxpr
+
+
+def source(f, *args):
+    return mj.jit(f, backend="numba").lower(*args).as_text()
+
+
+def row_loops(text: str) -> int:
+    return text.count("codegen/row_loops.py")
+
+
+def separate(f, *args):
+    """f's values with every kernel in its own loops (parallel=True keeps them apart)."""
+    g = mj.jit(f, backend="numba", parallel=True)
+    assert row_loops(g.lower(*args).as_text()) == 0
+    return g(*args)
+
+
+def softmax(x):
+    e = mnp.exp(x - mnp.max(x, axis=1, keepdims=True))
+    return e / mnp.sum(e, axis=1, keepdims=True)
+
+
+def layer_norm(x):
+    mean = mnp.mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    var = mnp.mean(centered * centered, axis=-1, keepdims=True)
+    return centered / mnp.sqrt(var + 1e-5)
+
+
+def logsumexp_rows(x):
+    m = mnp.max(x, axis=1, keepdims=True)
+    return mnp.log(mnp.sum(mnp.exp(x - m), axis=1)) + m[:, 0]
+
+
+def attention_like(x, w):
+    s = mnp.tanh(x) * 2.0
+    p = softmax(s)
+    return mnp.sum(p * w, axis=-1)  # w (cols,) is broadcast along the rows: read non-locally
+
+
+PROGRAMS = {"softmax": (softmax, [(6, 9)]), "layer_norm": (layer_norm, [(5, 130)]),
+            "logsumexp": (logsumexp_rows, [(7, 33)]),
+            "attention_like": (attention_like, [(4, 17), (17,)]),
+            "3-d softmax": (lambda x: softmax(x.reshape(-1, x.shape[-1])).reshape(x.shape),
+                            [(3, 4, 11)])}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_fused_rows_give_the_separate_loops_values(name, dtype):
+    f, shapes = PROGRAMS[name]
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    text = source(f, *args)
+    assert row_loops(text) == 1, text
+    got = mj.jit(f, backend="numba")(*args)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(separate(f, *args)))
+    jaxpr = mj.make_jaxpr(f)(*args)
+    want = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)[0]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(np.asarray(got), want, rtol=tol, atol=tol)
+
+
+def test_softmax_is_one_loop_over_the_rows():
+    text = source(softmax, np.ones((8, 16)))
+    body = text.split("codegen/row_loops.py)")[1]
+    assert body.count("for i0 in range(") == 1
+    assert "folds.max_f64(a[i0])" in body and "folds.sum_f64(d[i0])" in body
+
+
+def test_a_read_across_rows_ends_the_run():
+    """x - m[None, :] reads the row maxima along axis 1: row i0 needs all of m, so the two
+    kernels keep separate loops."""
+    def f(x):
+        m = mnp.max(x, axis=1)
+        return x - m[None, :]
+
+    x = np.random.default_rng(1).standard_normal((6, 6))
+    text = source(f, x)
+    assert row_loops(text) == 0
+    np.testing.assert_array_equal(mj.jit(f, backend="numba")(x), x - x.max(axis=1)[None, :])
+
+
+def test_reducing_axis_0_ends_the_run():
+    def f(x):
+        col = mnp.sum(x, axis=0, keepdims=True)  # every row adds to each column
+        return mnp.exp(x) - col
+
+    x = np.random.default_rng(2).standard_normal((5, 7))
+    assert row_loops(source(f, x)) == 0
+    np.testing.assert_allclose(mj.jit(f, backend="numba")(x), np.exp(x) - x.sum(0), rtol=1e-14)
+
+
+def test_different_row_counts_are_not_fused():
+    def f(x, y):
+        return mnp.sum(mnp.exp(x), axis=1), mnp.sum(mnp.exp(y), axis=1)
+
+    x, y = np.ones((4, 3)), np.ones((5, 3))
+    assert row_loops(source(f, x, y)) == 0
+
+
+def test_donated_rows_are_written_after_they_are_read():
+    """The result may take the donated argument's memory: each row is still read before the
+    row loop overwrites it."""
+    x = np.random.default_rng(3).standard_normal((64, 40))
+    want = np.asarray(separate(softmax, x))
+    f = mj.jit(softmax, backend="numba", donate_argnums=0)
+    got = f(x.copy())
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_a_row_loop_inside_a_loop_body():
+    def f(x):
+        def body(i, v):
+            return softmax(v * 1.5)
+        return lax.fori_loop(0, 3, body, x)
+
+    x = np.random.default_rng(4).standard_normal((6, 10))
+    text = source(f, x)
+    assert row_loops(text) == 1
+    np.testing.assert_array_equal(np.asarray(mj.jit(f, backend="numba")(x)),
+                                  np.asarray(separate(f, x)))
