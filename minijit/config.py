@@ -31,6 +31,8 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 _UNSET = object()
+# While one of these is on, in any scope, jit's calls skip its cached-call fast path
+_OFF_THE_FAST_PATH = ("disable_jit", "debug_nans")
 
 
 class _ThreadOverrides(threading.local):
@@ -51,6 +53,15 @@ class Config:
         # jit's cached-call fast path reads `_values` and this, never the (slower) thread-local.
         object.__setattr__(self, "_overrides_open", dict.fromkeys(_DEFAULTS, 0))
         object.__setattr__(self, "_count_lock", threading.Lock())
+        # What the fast path asks on every call, kept up to date by `update` and `override`
+        # (one list lookup there instead of six dictionary lookups): [0] is true while an
+        # option of _OFF_THE_FAST_PATH is on anywhere, [1] while profile_execution may be.
+        object.__setattr__(self, "_fast_path_flags", [False, False])
+
+    def _refresh(self) -> None:
+        v, n = self._values, self._overrides_open
+        self._fast_path_flags[0] = any(v[k] or n[k] for k in _OFF_THE_FAST_PATH)
+        self._fast_path_flags[1] = bool(v["profile_execution"] or n["profile_execution"])
 
     @staticmethod
     def _key(name: str) -> str:
@@ -64,6 +75,7 @@ class Config:
     def update(self, name: str, value: Any) -> None:
         """Set the process-wide value (an `override` in progress in a thread still wins there)."""
         self._values[self._key(name)] = value
+        self._refresh()
 
     def __getattr__(self, name: str) -> Any:
         key = self._key(name)
@@ -82,6 +94,7 @@ class Config:
         local[key] = value
         with self._count_lock:
             self._overrides_open[key] += 1
+            self._refresh()
         try:
             yield
         finally:
@@ -91,6 +104,7 @@ class Config:
                 local[key] = old
             with self._count_lock:
                 self._overrides_open[key] -= 1
+                self._refresh()
 
 
 config = Config()

@@ -219,15 +219,12 @@ class JitFunction:
             # so it is its own api boundary, a `try` that costs nothing until it catches).
             # While any thread is inside `with disable_jit():`, calls take the slow path,
             # which reads this thread's own setting.
-            if self._fast_ok and not kwargs and len(trace_state.stack) == 1 and not (
-                    _donated_any[0] or _config_values["disable_jit"]
-                    or _overrides_open["disable_jit"] or _config_values["debug_nans"]
-                    or _overrides_open["debug_nans"]):
+            if self._fast_ok and not kwargs and not (
+                    _fast_path_flags[0] or _donated_any[0]) and len(trace_state.stack) == 1:
                 entry = self._cache.fast.get(_fast_key(args))
                 if entry is not None:
                     # timers cost 0.2 us a call, so only while profiling (in this thread)
-                    if (_config_values["profile_execution"]
-                            or _overrides_open["profile_execution"]) and config.profile_execution:
+                    if _fast_path_flags[1] and config.profile_execution:
                         t0 = perf_counter()
                         outs = entry.executable.fast_call(args)
                         entry.execute_s += perf_counter() - t0
@@ -537,8 +534,7 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
 
 # --------------------------------------------------------------------------- helpers
 
-_config_values = config._values  # read directly on the hot path
-_overrides_open = config._overrides_open  # option -> open `config.override` blocks, all threads
+_fast_path_flags = config._fast_path_flags  # read directly on the hot path (see Config)
 
 
 def _fast_key(args) -> tuple | None:
@@ -551,10 +547,16 @@ def _fast_key(args) -> tuple | None:
     compiled code that reads its bytes as native floats. (A dtype also hashes as fast.)"""
     key = []
     for a in args:
-        if (type(a) is not np.ndarray and type(a) is not Array) or not a.shape or not (
-                a.flags.c_contiguous):
+        kind = type(a)
+        if kind is np.ndarray:
+            weak = False
+        elif kind is Array:
+            weak = a.weak_type
+        else:
             return None
-        key.append((a.shape, a.dtype, a.weak_type if type(a) is Array else False))
+        if not a.shape or not a.flags.c_contiguous:
+            return None
+        key.append((a.shape, a.dtype, weak))
     return tuple(key)
 
 

@@ -29,6 +29,7 @@ def solution_namespace(notebook: str, *exercise_ids: str) -> dict:
     finally:
         config._values.clear()
         config._values.update(saved)
+        config._refresh()
     for exercise_id in exercise_ids:
         (source,) = [s for s in sources if s.startswith(f"# EXERCISE {exercise_id}")]
         exec(compile(source, str(path), "exec"), ns)

@@ -140,8 +140,36 @@ def test_mandelbrot_loop_is_interchanged_and_exact():
     closed = run_passes(mj.make_jaxpr(mandelbrot)(cr, ci))
     loops = [e for e in closed.eqns if e.primitive.name == "fori_loop"]
     assert loops and interchangeable(loops[0])
-    assert "break" in lower_jaxpr(closed).text
+    text = lower_jaxpr(closed).text
+    # the escape test leaves the loop as soon as it fails, before the rest of the body
+    assert "  # the state stops changing" in text and "np.signbit" not in text
     assert_same(*both(mandelbrot, cr, ci))
+
+
+@pytest.mark.parametrize("case", ["float counter", "index read", "two tests", "no escape"])
+def test_escape_test_only_where_a_false_test_freezes_the_state(case):
+    """Each body below is interchanged, but none has one test whose falseness leaves every
+    carry exactly as it was: they keep the general fixed-point check (or none), and their
+    values are the interpreter's."""
+    def run(cr):
+        def body(i, s):
+            z, n = s
+            inside = z * z <= 4.0
+            if case == "float counter":  # n + 0.0 would turn -0.0 into 0.0
+                return mnp.where(inside, z * z + cr, z), n + inside.astype(np.float64)
+            if case == "index read":
+                return mnp.where(inside, z * z + cr + i * 0.0, z), n + inside.astype(np.int32)
+            if case == "two tests":
+                return (mnp.where(inside, z * z + cr, z),
+                        n + (z < 1.5).astype(np.int32))
+            return mnp.where(inside, z * z + cr, z * 0.5), n + inside.astype(np.int32)
+        n0 = mnp.zeros(cr.shape, np.float64 if case == "float counter" else np.int32)
+        return lax.fori_loop(0, 30, body, (mnp.zeros_like(cr), n0))
+    cr = np.linspace(-2.5, 0.5, 64).reshape(8, 8)
+    closed = run_passes(mj.make_jaxpr(run)(cr))
+    assert interchangeable([e for e in closed.eqns if e.primitive.name == "fori_loop"][0])
+    assert "# the state stops changing" not in lower_jaxpr(closed).text
+    assert_same(*both(run, cr))
 
 
 def test_newton_loop_keeps_the_array_loop_innermost():

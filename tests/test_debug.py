@@ -30,6 +30,7 @@ def _restore_config():
     yield
     config._values.clear()
     config._values.update(saved)
+    config._refresh()
 
 
 def _lines(capsys) -> list[str]:

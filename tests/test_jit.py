@@ -49,6 +49,7 @@ def config_restored():
     yield mj.config
     mj.config._values.clear()
     mj.config._values.update(saved)
+    mj.config._refresh()
 
 
 # --------------------------------------------------------------------------- cache hits

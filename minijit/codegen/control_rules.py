@@ -16,7 +16,7 @@ from minijit.codegen.kernels import emit_elements
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
 from minijit.debug import debug_callback_p
-from minijit.ir import Eqn, Jaxpr, Lit
+from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.lax.control_flow import cond_p, scan_p, while_p
 from minijit.passes.counted_loops import fori_loop_p
 from minijit.passes.fuse_elementwise import fused_p
@@ -138,10 +138,15 @@ def _fori_interchanged(lo, eqn, args, outs):
     env[id(index_var)] = lo.name(index_var)
     if index_var.aval.dtype != np.int64:
         lo.line(f"{lo.name(index_var)} = {cast(lo.name(index_var), index_var.aval.dtype)}")
-    emit_elements(lo, body.eqns, env, idx, lo.name)
+    escape = None if uses_index else _escape_test(body, carry_vars)
+    after = {}
+    if escape is not None:  # leave as soon as it is false, before computing the rest
+        after[id(escape)] = [f"if not {lo.name(escape)}:  # the state stops changing",
+                             "    break"]
+    emit_elements(lo, body.eqns, env, idx, lo.name, after=after)
     new = [literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
            for a in body.outvars]
-    if not uses_index:
+    if not uses_index and escape is None:
         # A fixed point: the same state gives the same next state, so stop here.
         same = " and ".join(_identical(n, lo.name(c), c.aval.dtype)
                             for n, c in zip(new, carry_vars))
@@ -153,6 +158,63 @@ def _fori_interchanged(lo, eqn, args, outs):
         if keep:
             lo.line(f"{o}[{index}] = {lo.name(c)}")
     lo.indent -= len(shape)
+
+
+def _escape_test(body: Jaxpr, carries) -> Var | None:
+    """The boolean w of an escape-time body, if it has one: where w is false, every carry's
+    next value is exactly its current one, so the state is a fixed point and the element
+    can leave the loop as soon as w is computed, before the rest of the body.
+
+    Each carry must be passed on unchanged, or be `select_n(w, carry, new)` (`where(w, new,
+    carry)`), or, for an integer carry, `carry + convert(w)` (adding False adds 0; for a
+    float, -0.0 + 0.0 would be +0.0). Mandelbrot's body is all three: `w = |z|^2 <= 4`, two
+    selects and the counter. The body must not read the loop index (checked by the caller),
+    so w, computed from the same state, stays false in every later iteration.
+    Fused kernels in the body are looked into, their variables named by the operands."""
+    alias: dict[int, object] = {}  # a kernel's variable -> the body's atom it stands for
+    defined: dict[int, Eqn] = {}  # a variable -> the (kernel member) equation computing it
+
+    def atom(a):
+        return alias.get(id(a), a) if isinstance(a, Var) else a
+
+    def walk(eqns):
+        for e in eqns:
+            if e.primitive is fused_p:
+                kernel = e.params["jaxpr"]
+                for v, a in zip(kernel.invars, e.invars):
+                    alias[id(v)] = atom(a)
+                walk(kernel.eqns)
+                for o, v in zip(e.outvars, kernel.outvars):
+                    alias[id(o)] = atom(v)
+            else:
+                for o in e.outvars:
+                    defined[id(o)] = e
+
+    walk(body.eqns)
+    escape = None
+    for carry, out in zip(carries, body.outvars):
+        value = atom(out)
+        if value is carry:
+            continue
+        e = defined.get(id(value)) if isinstance(value, Var) else None
+        if e is None:
+            return None
+        if e.primitive is P.select_n_p and len(e.invars) == 3 and atom(e.invars[1]) is carry:
+            w = atom(e.invars[0])
+        elif e.primitive is P.add_p and carry.aval.dtype.kind in "iu":
+            x, y = (atom(a) for a in e.invars)
+            other = y if x is carry else x if y is carry else None
+            c = defined.get(id(other)) if isinstance(other, Var) else None
+            if c is None or c.primitive is not P.convert_element_type_p:
+                return None
+            w = atom(c.invars[0])
+        else:
+            return None
+        if (not isinstance(w, Var) or w.aval.dtype != np.bool_ or id(w) not in defined
+                or escape not in (None, w)):
+            return None
+        escape = w
+    return escape
 
 
 def _identical(a: str, b: str, dtype) -> str:

@@ -447,14 +447,17 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
 
 
 def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
-                  reads: dict[int, str] | None = None) -> None:
+                  reads: dict[int, str] | None = None,
+                  after: dict[int, list[str]] | None = None) -> None:
     """Per-element statements for elementwise equations (and nested elementwise kernels).
 
     `env` maps a variable to its per-element scalar expression, or, for an operand that
     `broadcast_in_dim` reads, to the array it indexes with the loop indices `idx`; `reads`
-    maps a `broadcast_in_dim` equation to the subscript `loop_nest` gave its operand.
+    maps a `broadcast_in_dim` equation to the subscript `loop_nest` gave its operand;
+    `after` maps a variable to lines written right after the statement that computes it.
     """
     reads = reads or {}
+    after = after or {}
 
     def atom(a):
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
@@ -464,7 +467,7 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
             kernel = eqn.params["jaxpr"]
             for v, a in zip(kernel.invars, eqn.invars):
                 env[id(v)] = atom(a)
-            emit_elements(out, kernel.eqns, env, idx, name, reads)
+            emit_elements(out, kernel.eqns, env, idx, name, reads, after)
             for v, k in zip(eqn.outvars, kernel.outvars):
                 env[id(v)] = atom(k)
             continue
@@ -480,6 +483,8 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
             expr = scalar_expr(eqn, [atom(a) for a in eqn.invars])
         out.line(f"{name(v)} = {expr}")
         env[id(v)] = name(v)
+        for text in after.get(id(v), ()):
+            out.line(text)
 
 
 def _fused(lo, eqn, args, outs) -> None:

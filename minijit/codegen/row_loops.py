@@ -18,8 +18,11 @@ cannot go: across a reduction, whose result the next kernel reads broadcast alon
 When (`row_runs`). A run is a sequence of consecutive equations of one Jaxpr, at least two of
 them loop kernels, in which
 - every loop kernel (a fused kernel or a lone elementwise equation or reduction) has a loop
-  shape of rank >= 1 whose first size is the same R >= 2, does not reduce axis 0 (so it
-  writes row i0 of its outputs in iteration i0), and does not write into a concatenation;
+  shape of rank >= 2 whose first size is the same R >= 2, does not reduce axis 0 (so it
+  writes row i0 of its outputs in iteration i0), and does not write into a concatenation
+  (rank-1 kernels that could share a loop are fuse_elementwise's and fuse_siblings' to
+  join, and fuse_siblings keeps them apart on purpose when they have many outputs);
+- there are at most MAX_KERNELS kernels;
 - every other equation is a `reshape` that keeps the first size R (`b.reshape((R, 1))`: row
   i0 of the result is row i0 of the operand, and the reshape is a view);
 - an array written in the run is read in it only *row-locally*: at the loop's own index (an
@@ -50,6 +53,10 @@ from minijit.ir import Jaxpr, Var
 from minijit.passes.fuse_elementwise import as_kernel, fused_p
 
 _ROW_LOOP = re.compile(r"for i0 in range\(.+\):$")
+# At most this many kernels share a row loop. Numba's compile time grows faster than the
+# loop body (why fuse_siblings caps a loop at 32 outputs), and a softmax, a layer norm or an
+# attention score needs 2 to 4.
+MAX_KERNELS = 8
 
 
 def _is_loop_kernel(e) -> bool:
@@ -103,7 +110,8 @@ class _Run:
                 return False
         elif _is_loop_kernel(e):
             kernel, shape, axes = _loop_shape(e)
-            if (not shape or shape[0] < 2 or self.rows not in (None, shape[0]) or 0 in axes
+            if (len(shape) < 2 or shape[0] < 2 or self.rows not in (None, shape[0])
+                    or 0 in axes or self.kernels == MAX_KERNELS
                     or any(lo.name(v) in lo.into for v in e.outvars)):
                 return False
             local = _row_local(kernel, e, shape)
