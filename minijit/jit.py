@@ -538,15 +538,15 @@ _fast_path_flags = config._fast_path_flags  # read directly on the hot path (see
 
 
 def _fast_key(args) -> tuple | None:
-    """(shape, dtype, weak type) of each argument if all are C-contiguous arrays of rank >= 1,
-    else None.
+    """(shape, dtype, weak type) of each argument, one after the other in one tuple, if all
+    are C-contiguous arrays of rank >= 1, else None.
 
     Those calls need no argument conversion at all, so the fast path can skip it. The key
     holds the dtype itself, not `dtype.num`: `>f8` and `<f8` share a number but are different
     dtypes, and a big-endian array must miss here and be refused by `leaf_aval`, not reach
     compiled code that reads its bytes as native floats. (A dtype also hashes as fast.)"""
-    key = []
-    for a in args:
+    key = ()
+    for a in args:  # one flat tuple (shape, dtype, weak, shape, ...): no tuple per argument
         kind = type(a)
         if kind is np.ndarray:
             weak = False
@@ -556,8 +556,8 @@ def _fast_key(args) -> tuple | None:
             return None
         if not a.shape or not a.flags.c_contiguous:
             return None
-        key.append((a.shape, a.dtype, weak))
-    return tuple(key)
+        key += (a.shape, a.dtype, weak)
+    return key
 
 
 def _wrong_hit(fun_name: str, split: SplitArgs, made_by: SplitArgs):
