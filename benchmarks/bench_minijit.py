@@ -42,20 +42,6 @@ for _var in THREAD_VARS:
     os.environ.setdefault(_var, _early_threads(sys.argv[1:]))
 
 
-def _pin_to_one_cpu() -> str:
-    """With --threads 1, run on one CPU: XLA parallelizes large elementwise loops over a thread
-    pool whatever XLA_FLAGS say (GELU at n=1e6 used 1.6 CPUs for each second of its wall
-    time), and sizes that pool by the CPUs the process may run on; pinned, every contender
-    (JAX's pool, BLAS, Numba's threads) has the one core. The children started for W6, W9
-    and SCALE inherit it."""
-    if _early_threads(sys.argv[1:]) != "1" or not hasattr(os, "sched_setaffinity"):
-        return "not pinned"
-    cpu = min(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {cpu})
-    return f"pinned to CPU {cpu}"
-
-
-PINNED = _pin_to_one_cpu() if __name__ == "__main__" else "not pinned"  # not on import
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import gc  # noqa: E402
@@ -716,7 +702,8 @@ def markdown(res: dict) -> str:
         f"- Python {env['python']}, NumPy {env['numpy']}, Numba {env['numba']}, numexpr "
         f"{env['numexpr']}, minijit {env['minijit']} ({env['git']}).",
         f"- Threads: {env['threads']} (BLAS, numexpr); hand-written Numba and minijit run on "
-        f"one thread; the process is {env.get('pinned', 'not pinned')}.",
+        "one thread; so does JAX with --threads 1 (its CPU client is made while the process "
+        "may use one CPU, which sizes XLA's thread pool).",
         f"- JAX: {env['jax']}.", "",
     ]
     g = goals(res)
@@ -1029,7 +1016,6 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(), "numpy": np.__version__,
         "numba": numba.__version__, "numexpr": numexpr.__version__,
         "minijit": minijit.__version__, "git": _git(),
-        "pinned": PINNED,
         "threads": ", ".join(f"{v}={os.environ.get(v)}" for v in THREAD_VARS)
         + f", numexpr {args.threads}",
         "jax": f"jax {jax.__version__} on CPU" if jax is not None else

@@ -143,7 +143,29 @@ def test_mandelbrot_loop_is_interchanged_and_exact():
     text = lower_jaxpr(closed).text
     # the escape test leaves the loop as soon as it fails, before the rest of the body
     assert "  # the state stops changing" in text and "np.signbit" not in text
+    # the zeros it starts from are scalars in the loop, never arrays (at a size whose zeros
+    # fold_constants does not turn into constants)
+    big = np.mgrid[-1.5:1.5:300j, -2:1:300j]
+    text = mj.jit(mandelbrot, backend="numba").lower(big[1], big[0]).as_text()
+    assert text.count("# (not built: the loop below starts from the scalar)") == 2
     assert_same(*both(mandelbrot, cr, ci))
+
+
+def test_a_fill_read_by_more_than_the_loop_is_built():
+    def f(cr):
+        z = mnp.zeros_like(cr)
+
+        def body(i, s):
+            zr, n = s
+            inside = zr * zr <= 4.0
+            return mnp.where(inside, zr * zr + cr, zr), n + inside.astype(np.int32)
+
+        zr, n = lax.fori_loop(0, 20, body, (z, mnp.zeros(cr.shape, np.int32)))
+        return zr + z, n  # z is read after the loop too
+    cr = np.linspace(-2.2, 0.4, 300 * 300).reshape(300, 300)  # not folded into constants
+    text = mj.jit(f, backend="numba").lower(cr).as_text()
+    assert text.count("# (not built") == 1  # only the counter's zeros
+    assert_same(*both(f, cr))
 
 
 @pytest.mark.parametrize("case", ["float counter", "index read", "two tests", "no escape"])

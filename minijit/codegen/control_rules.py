@@ -130,8 +130,11 @@ def _fori_interchanged(lo, eqn, args, outs):
             env[id(v)] = lo.name(v)
         else:
             env[id(v)] = expr  # a scalar, or an array read through broadcast_in_dim
-    for v, expr in zip(carry_vars, init):
-        lo.line(f"{lo.name(v)} = {expr}[{index}]")
+    for v, expr, a in zip(carry_vars, init, eqn.invars[2 + nc:]):
+        fill = lo.fills.get(id(a)) if isinstance(a, Var) else None
+        # a carry that starts as a scalar broadcast everywhere starts from the scalar
+        lo.line(f"{lo.name(v)} = {lo.atom(fill)}" if fill is not None else
+                f"{lo.name(v)} = {expr}[{index}]")
         env[id(v)] = lo.name(v)
     lo.line(f"for {lo.name(index_var)} in range({lower}, {upper}):")
     lo.indent += 1

@@ -114,6 +114,9 @@ class Lowering:
         self.fun_name = "f"
         # size -> the expression that reads it from an argument's shape (`shape_generic`)
         self.dims: dict[int, str] = {}
+        # id(Var) -> the scalar a `broadcast_in_dim` fills it with, where only interchanged
+        # loops read it, as their initial state: they read the scalar, and it is never built
+        self.fills: dict[int, object] = {}
 
     # -- writing
     def line(self, text: str) -> None:
@@ -285,6 +288,7 @@ class Lowering:
             z = concat.outvars[0]
             sub = f"{self.dim(offset)}:{self.dim(offset + v.aval.shape[0])}"
             self.into[self.name(v)] = (self.name(z), empty_like_var(self, z), sub)
+        self.fills.update(_scalar_fills(jaxpr))
         runs = {} if self.parallel else row_runs(jaxpr, self)
         k = 0
         while k < len(jaxpr.eqns):
@@ -298,6 +302,9 @@ class Lowering:
     def describe_and_lower(self, eqn: Eqn) -> None:
         self.current_eqn = _describe(eqn, self.names)
         self.line(f"# {self.current_eqn}")
+        if id(eqn.outvars[0]) in self.fills if eqn.outvars else False:
+            self.line("# (not built: the loop below starts from the scalar)")
+            return
         self.eqn(eqn)
 
     def bind_inputs(self, jaxpr: Jaxpr, exprs: list[str]) -> None:
@@ -336,6 +343,29 @@ class Lowering:
             kernel = as_kernel(eqn)
             emit_kernel(self, kernel.params["jaxpr"], [self.atom(a) for a in kernel.invars],
                         outs, self.name)
+
+
+def _scalar_fills(jaxpr: Jaxpr) -> dict[int, object]:
+    """{id(v): scalar} for each `v = broadcast_in_dim(scalar)` (`zeros_like(x)`) that only
+    interchanged fori_loops read, and only as initial carries: each element starts from the
+    scalar, so the array need not exist (Mandelbrot's zeros: two arrays built and read once
+    per call). Not an output, not read by anything else."""
+    readers: dict[int, list[tuple[Eqn, int]]] = {}
+    for e in jaxpr.eqns:
+        for k, a in enumerate(e.invars):
+            if isinstance(a, Var):
+                readers.setdefault(id(a), []).append((e, k))
+    returned = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    fills = {}
+    for e in jaxpr.eqns:
+        if (e.primitive is not P.broadcast_in_dim_p or e.invars[0].aval.shape
+                or id(e.outvars[0]) in returned):
+            continue
+        uses = readers.get(id(e.outvars[0]), [])
+        if uses and all(r.primitive.name == "fori_loop" and interchangeable(r)
+                        and k >= 2 + r.params["body_nconsts"] for r, k in uses):
+            fills[id(e.outvars[0])] = e.invars[0]
+    return fills
 
 
 def _is_kernel(p) -> bool:

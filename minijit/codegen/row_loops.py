@@ -108,7 +108,7 @@ class _Run:
             if self.rows is None or not (e.invars[0].aval.shape[:1] == (self.rows,)
                                          == e.outvars[0].aval.shape[:1]):
                 return False
-        elif _is_loop_kernel(e):
+        elif _is_loop_kernel(e) and id(e.outvars[0]) not in lo.fills:  # (fills: not built)
             kernel, shape, axes = _loop_shape(e)
             if (len(shape) < 2 or shape[0] < 2 or self.rows not in (None, shape[0])
                     or 0 in axes or self.kernels == MAX_KERNELS
