@@ -108,10 +108,10 @@ VECTOR = re.compile(r"<(\d+) x (?:double|float|i64|i32|i1)>")
 def test_max_and_min_are_vectorized(fold, dtype):
     """(The sum's eight partial sums are eight independent scalar chains: they keep up with
     memory without vectors, and are tested above for their values.)"""
-    f = {"max": MAX, "min": MIN}[fold][dtype]
+    loop = folds._extreme_f64 if dtype == np.float64 else folds._extreme_f32
     # a copy that is not cached, so that its IR can be read
-    copy = numba.njit(error_model="numpy")(f.py_func)
-    copy(np.arange(300, dtype=dtype))
+    copy = numba.njit(error_model="numpy")(loop.py_func)
+    copy(np.arange(300, dtype=dtype), 0 if fold == "max" else -1, 0)
     llvm = copy.inspect_llvm(copy.signatures[0])
     assert VECTOR.search(llvm), (fold, dtype, "no vector instructions")
 

@@ -197,6 +197,18 @@ def test_row_jit_math():
     assert " math.tanh(" in text  # libm's tanh (written math.tanh: see scalar_rules.py)
 
 
+def test_row_jit_sum():
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 8, 100, 128):  # NumPy's bits
+        x = rng.standard_normal((3, n))
+        assert np.array_equal(mj.jit(lambda v: mnp.sum(v, axis=1), backend="numba")(x),
+                              np.sum(x, axis=1))
+    x = np.sqrt(np.arange(1000.0))
+    got, want = float(mj.jit(mnp.sum, backend="numba")(x)), float(np.sum(x))
+    assert got != want and abs(got - want) <= 4 * np.spacing(want)  # a few ulp (here 1)
+    assert "folds.sum_f64" in mj.jit(mnp.sum, backend="numba").lower(x).as_text()
+
+
 def test_row_int_array_index():
     x = mnp.arange(3.0)
     assert list(x[np.array([0, 2])]) == [0.0, 2.0]  # an eager read works

@@ -114,48 +114,50 @@ _HIGHEST32 = 0x7F80_0000
 
 
 @_jit
-def max_f64(row):
-    best = _LOWEST64
+def _extreme_f64(row, flip, start):
+    """The largest key of `row` ^ flip (flip = 0: max; flip = -1, every bit: min, since ~k
+    orders the keys in reverse), as a float64; NaN if `row` has one. `start` is the empty
+    row's answer, in the same flipped key space."""
+    best = start
     nan = False
     for i in range(row.shape[0]):
         k = f64_bits(row[i])
-        k ^= (k >> 63) & _M64
+        k ^= ((k >> 63) & _M64) ^ flip
         best = k if k > best else best
         nan |= row[i] != row[i]
+    best ^= flip
     return np.nan if nan else f64_from_bits(best ^ ((best >> 63) & _M64))
+
+
+@_jit
+def _extreme_f32(row, flip, start):
+    """`_extreme_f64` for float32 (keys of 31 magnitude bits, worked in int64)."""
+    best = start
+    nan = False
+    for i in range(row.shape[0]):
+        k = f32_bits(row[i])
+        k ^= ((k >> 31) & _M32) ^ flip
+        best = k if k > best else best
+        nan |= row[i] != row[i]
+    best ^= flip
+    return np.float32(np.nan) if nan else f32_from_bits(best ^ ((best >> 31) & _M32))
+
+
+@_jit
+def max_f64(row):
+    return _extreme_f64(row, 0, _LOWEST64)
 
 
 @_jit
 def min_f64(row):
-    best = _HIGHEST64
-    nan = False
-    for i in range(row.shape[0]):
-        k = f64_bits(row[i])
-        k ^= (k >> 63) & _M64
-        best = k if k < best else best
-        nan |= row[i] != row[i]
-    return np.nan if nan else f64_from_bits(best ^ ((best >> 63) & _M64))
+    return _extreme_f64(row, -1, ~_HIGHEST64)
 
 
 @_jit
 def max_f32(row):
-    best = _LOWEST32
-    nan = False
-    for i in range(row.shape[0]):
-        k = f32_bits(row[i])
-        k ^= (k >> 31) & _M32
-        best = k if k > best else best
-        nan |= row[i] != row[i]
-    return np.float32(np.nan) if nan else f32_from_bits(best ^ ((best >> 31) & _M32))
+    return _extreme_f32(row, 0, _LOWEST32)
 
 
 @_jit
 def min_f32(row):
-    best = _HIGHEST32
-    nan = False
-    for i in range(row.shape[0]):
-        k = f32_bits(row[i])
-        k ^= (k >> 31) & _M32
-        best = k if k < best else best
-        nan |= row[i] != row[i]
-    return np.float32(np.nan) if nan else f32_from_bits(best ^ ((best >> 31) & _M32))
+    return _extreme_f32(row, -1, ~_HIGHEST32)

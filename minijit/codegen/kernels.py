@@ -193,6 +193,38 @@ def _numpy_broadcasts(eqns, rank: int) -> list:
     return found
 
 
+def _open_loop(out, line: str, threaded: bool) -> None:
+    """Write a `for` line and indent; on Numba's threads (`numba.prange`) if `threaded`."""
+    if threaded:
+        line = line.replace(" in range(", " in numba.prange(", 1)
+        out.threaded = True
+    out.line(line)
+    out.indent += 1
+
+
+def _element_body(out, members, full_inputs, env, idx, name, reads, index):
+    """Inside the loops: read each input of the loop's shape once, compute the members.
+    Returns `atom(a)`, the expression of a kernel value for this element."""
+    for v, outer in full_inputs:
+        env[id(v)] = name(v)
+        out.line(f"{name(v)} = {outer}[{index}]")
+    emit_elements(out, members, env, idx, name, reads)
+
+    def atom(a):
+        return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+
+    return atom
+
+
+def _store(out, outer: str, value: str, index: str) -> None:
+    """outer[index] = value, or its row of the buffer of many outputs (lower._stackable)."""
+    if outer in out.stacked:
+        buffer, row = out.stacked[outer]
+        out.line(f"{buffer}[{row}, {index}] = {value}")
+    else:
+        out.line(f"{outer}[{index}] = {value}" if index else f"{outer}[()] = {value}")
+
+
 def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], name) -> None:
     """Emit the loop nest computing `kernel` into the emitter `out`.
 
@@ -318,29 +350,14 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     for k in range(len(shape)):
         if in_register and k == n_kept and not split:
             out.line(f"{acc} = {init}")
-        loop = loop_line(k)
-        if threads and k == 0:
-            loop = loop.replace(" in range(", " in numba.prange(", 1)
-            out.threaded = True
-        out.line(loop)
-        out.indent += 1
-    for v, outer in full_inputs:
-        env[id(v)] = name(v)
-        out.line(f"{name(v)} = {outer}[{index}]")
-    emit_elements(out, members, env, idx, name, reads)
-
-    def atom(a):
-        return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
-
+        _open_loop(out, loop_line(k), threads and k == 0)
+    atom = _element_body(out, members, full_inputs, env, idx, name, reads, index)
     if reduction and not split:
         for stmt in rule.combine(acc, atom(last.invars[0]), last.outvars[0].aval.dtype):
             out.line(stmt)
     for v, outer in zip(kernel.outvars, out_names):
-        if outer in out.stacked:  # a row of a buffer of many outputs (lower._stackable)
-            buffer, row = out.stacked[outer]
-            out.line(f"{buffer}[{row}, {index}] = {atom(v)}")
-        elif isinstance(v, Var) and not (reduction and v is last.outvars[0]):
-            out.line(f"{outer}[{index}] = {atom(v)}" if shape else f"{outer}[()] = {atom(v)}")
+        if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
+            _store(out, outer, atom(v), index if shape else "")
     if split:
         if folded_at is None:
             out.line(f"{scratch}[{reduced_index}] = {atom(folded)}")
@@ -402,31 +419,14 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
     for k in range(rank - 1):
         if k == n_kept and not one_row:
             out.line(f"{acc} = {rule.init(dt)}")
-        loop = loop_line(k)
-        if threads and k == 0:  # each thread its own scratch row
-            loop = loop.replace(" in range(", " in numba.prange(", 1)
-            out.threaded = True
-        out.line(loop)
-        out.indent += 1
-        if scratch and threads and k == 0:
+        _open_loop(out, loop_line(k), threads and k == 0)
+        if scratch and threads and k == 0:  # each thread its own scratch row
             out.line(allocate_scratch)
     if members or stores:
-        out.line(loop_line(rank - 1))
-        out.indent += 1
-        for v, outer in full_inputs:
-            env[id(v)] = name(v)
-            out.line(f"{name(v)} = {outer}[{index}]")
-        emit_elements(out, members, env, idx, name, reads)
-
-        def atom(a):
-            return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
-
+        _open_loop(out, loop_line(rank - 1), False)
+        atom = _element_body(out, members, full_inputs, env, idx, name, reads, index)
         for v, outer in stores:
-            if outer in out.stacked:
-                buffer, r = out.stacked[outer]
-                out.line(f"{buffer}[{r}, {index}] = {atom(v)}")
-            else:
-                out.line(f"{outer}[{index}] = {atom(v)}")
+            _store(out, outer, atom(v), index)
         if scratch:
             out.line(f"{scratch}[{idx[-1]}] = {atom(folded)}")
         out.indent -= 1
