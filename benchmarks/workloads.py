@@ -347,27 +347,14 @@ def load_jax(threads: int = 1):
         if threads == 1:
             os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
                                   "intra_op_parallelism_threads=1")
-        # XLA splits large elementwise loops over a thread pool whatever XLA_FLAGS say (GELU
-        # at n=1e6 used 1.6 CPUs per second of wall time on 2 cores), and sizes that pool by
-        # the CPUs the process may run on when the CPU client is made. So with one thread, the
-        # client is made while the process may use one CPU only; then every CPU is allowed
-        # again (the pool keeps its one thread: 0.94 to 1.00 CPUs per second measured).
-        pin = threads == 1 and hasattr(os, "sched_setaffinity")
-        cpus = os.sched_getaffinity(0) if pin else None
         try:
-            if pin:
-                os.sched_setaffinity(0, {min(cpus)})
             import jax
 
             jax.config.update("jax_enable_x64", True)
             jax.config.update("jax_platforms", "cpu")
-            jax.block_until_ready(jax.jit(lambda v: v + 1.0)(1.0))  # makes the CPU client
             _jax_state.update(jax=jax, reason=None)
         except Exception as e:  # not installed, or broken: skip it, say why
             _jax_state.update(jax=None, reason=f"{type(e).__name__}: {e}")
-        finally:
-            if pin:
-                os.sched_setaffinity(0, cpus)
     return _jax_state["jax"], _jax_state["reason"]
 
 
