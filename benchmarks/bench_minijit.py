@@ -42,42 +42,6 @@ for _var in THREAD_VARS:
     os.environ.setdefault(_var, _early_threads(sys.argv[1:]))
 
 
-def _idlest_cpu(cpus: set[int]) -> int:
-    """The CPU of `cpus` that was idle longest over 0.3 s (/proc/stat), else the lowest."""
-    import time
-
-    def idle() -> dict[int, int]:
-        out = {}
-        with open("/proc/stat") as f:
-            for line in f:
-                name, *fields = line.split()
-                if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
-                    out[int(name[3:])] = int(fields[3]) + int(fields[4])  # idle + iowait
-        return out
-
-    try:
-        before = idle()
-        time.sleep(0.3)
-        after = idle()
-        return max(cpus, key=lambda c: (after.get(c, 0) - before.get(c, 0), -c))
-    except (OSError, ValueError, IndexError):
-        return min(cpus)
-
-
-def _pin_to_one_cpu() -> str:
-    """With --threads 1, run on one CPU. XLA splits large elementwise loops over a thread pool
-    whatever XLA_FLAGS say (GELU at n=1e6 used 1.6 CPUs for each second of its wall time on 2
-    cores), and JAX's maintainers name the task affinity as the way to limit it (jax-ml/jax
-    #1539). Pinned, every contender has the one core; the children started for W6, W9 and
-    SCALE inherit it. The CPU is the idlest one: the machine is shared."""
-    if _early_threads(sys.argv[1:]) != "1" or not hasattr(os, "sched_setaffinity"):
-        return "not pinned"
-    cpu = _idlest_cpu(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {cpu})
-    return f"pinned to CPU {cpu}"
-
-
-PINNED = _pin_to_one_cpu() if __name__ == "__main__" else "not pinned"  # not on import
 
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -740,8 +704,8 @@ def markdown(res: dict) -> str:
         f"- Python {env['python']}, NumPy {env['numpy']}, Numba {env['numba']}, numexpr "
         f"{env['numexpr']}, minijit {env['minijit']} ({env['git']}).",
         f"- Threads: {env['threads']} (BLAS, numexpr); hand-written Numba and minijit run on "
-        f"one thread; the process is {env.get('pinned', 'not pinned')} (with --threads 1, so "
-        "that JAX's XLA thread pool has one core too).",
+        "one thread; XLA may still split JAX's large elementwise loops over the cores "
+        "(benchmarks/README.md).",
         f"- JAX: {env['jax']}.", "",
     ]
     g = goals(res)
@@ -1054,7 +1018,6 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(), "numpy": np.__version__,
         "numba": numba.__version__, "numexpr": numexpr.__version__,
         "minijit": minijit.__version__, "git": _git(),
-        "pinned": PINNED,
         "threads": ", ".join(f"{v}={os.environ.get(v)}" for v in THREAD_VARS)
         + f", numexpr {args.threads}",
         "jax": f"jax {jax.__version__} on CPU" if jax is not None else
