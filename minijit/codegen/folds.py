@@ -44,17 +44,12 @@ _jit = njit(error_model="numpy", cache=True)
 BLOCK = 128  # NumPy's PW_BLOCKSIZE: rows up to this length are summed by eight partial sums
 
 
-@_jit
-def _block(row, start, n, zero):
-    """row[start:start + n], n <= BLOCK, summed as NumPy's pairwise_sum sums a short range."""
-    if n < 8:
-        s = zero
-        for i in range(start, start + n):
-            s += row[i]
-        return s
+@njit(inline="always")  # inlined by Numba, so a caller's constant `stop` stays visible
+def _eight_lanes(row, start, stop):
+    """row[start:stop] (stop - start a positive multiple of 8) by eight partial sums over
+    interleaved elements, combined as NumPy's pairwise_sum combines them."""
     r0, r1, r2, r3 = row[start], row[start + 1], row[start + 2], row[start + 3]
     r4, r5, r6, r7 = row[start + 4], row[start + 5], row[start + 6], row[start + 7]
-    stop = start + n - n % 8
     for i in range(start + 8, stop, 8):
         r0 += row[i]
         r1 += row[i + 1]
@@ -64,7 +59,19 @@ def _block(row, start, n, zero):
         r5 += row[i + 5]
         r6 += row[i + 6]
         r7 += row[i + 7]
-    s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    return ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+
+
+@_jit
+def _block(row, start, n, zero):
+    """row[start:start + n], n <= BLOCK, summed as NumPy's pairwise_sum sums a short range."""
+    if n < 8:
+        s = zero
+        for i in range(start, start + n):
+            s += row[i]
+        return s
+    stop = start + n - n % 8
+    s = _eight_lanes(row, start, stop)
     for i in range(stop, start + n):
         s += row[i]
     return s
@@ -72,24 +79,13 @@ def _block(row, start, n, zero):
 
 @_jit
 def _blocked(row, zero):
-    """0 + the sums of the row's successive BLOCK-element ranges, in order. A full range is
-    summed here (the same steps as `_block`), where LLVM sees the constant trip count."""
+    """0 + the sums of the row's successive BLOCK-element ranges, in order. Full ranges call
+    `_eight_lanes` with the constant length BLOCK, which LLVM then sees."""
     n = row.shape[0]
     full = n - n % BLOCK
     s = zero
     for start in range(0, full, BLOCK):
-        r0, r1, r2, r3 = row[start], row[start + 1], row[start + 2], row[start + 3]
-        r4, r5, r6, r7 = row[start + 4], row[start + 5], row[start + 6], row[start + 7]
-        for i in range(start + 8, start + BLOCK, 8):
-            r0 += row[i]
-            r1 += row[i + 1]
-            r2 += row[i + 2]
-            r3 += row[i + 3]
-            r4 += row[i + 4]
-            r5 += row[i + 5]
-            r6 += row[i + 6]
-            r7 += row[i + 7]
-        s += ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        s += _eight_lanes(row, start, start + BLOCK)
     return s + _block(row, full, n - full, zero)
 
 

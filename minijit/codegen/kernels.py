@@ -21,7 +21,13 @@ import numpy as np
 
 from minijit import build
 from minijit import primitives as P
-from minijit.codegen.rules import Indexed, Reduction, Statements, numba_rules
+from minijit.codegen.rules import (
+    Indexed,
+    Reduction,
+    Statements,
+    is_kernel_member,
+    numba_rules,
+)
 from minijit.codegen.scalar_rules import (
     cast,
     dtype_name,
@@ -485,6 +491,11 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
         env[id(v)] = name(v)
         for text in after.get(id(v), ()):
             out.line(text)
+
+
+def is_loop_kernel(p) -> bool:
+    """Is `p` lowered to a loop nest (`emit_kernel`), which writes a new or reused array?"""
+    return p is fused_p or is_kernel_member(p)
 
 
 def _fused(lo, eqn, args, outs) -> None:

@@ -23,13 +23,12 @@ from minijit import primitives as P
 from minijit.codegen import array_rules, control_rules  # noqa: F401 - they fill numba_rules
 from minijit.codegen.array_rules import empty_like_var
 from minijit.codegen.control_rules import interchangeable  # noqa: F401
-from minijit.codegen.kernels import emit_kernel
+from minijit.codegen.kernels import emit_kernel, is_loop_kernel
 from minijit.codegen.row_loops import emit_run, row_runs
 from minijit.codegen.rules import (
     Expression,
     Indexed,
     Statements,
-    is_kernel_member,
     numba_rules,
 )
 from minijit.codegen.scalar_rules import cast, literal, scalar_expr
@@ -230,7 +229,7 @@ class Lowering:
         control flow's result, which may be an operand), so no input, constant or live value
         can see the write; shapes and dtypes must match too (the plan matches bytes)."""
         plan = plan_buffers(jaxpr, tuple(donated) + (False,) * (len(jaxpr.invars) - len(donated)))
-        kernel_made = {id(o) for e in jaxpr.eqns if _is_kernel(e.primitive) for o in e.outvars}
+        kernel_made = {id(o) for e in jaxpr.eqns if is_loop_kernel(e.primitive) for o in e.outvars}
         owner: dict[int, Var] = {}  # buffer -> the last value that held it
         for b, k in plan.reused_from_input.items():  # donated arguments' arrays
             owner[b] = jaxpr.invars[k]
@@ -302,7 +301,7 @@ class Lowering:
     def describe_and_lower(self, eqn: Eqn) -> None:
         self.current_eqn = _describe(eqn, self.names)
         self.line(f"# {self.current_eqn}")
-        if id(eqn.outvars[0]) in self.fills if eqn.outvars else False:
+        if eqn.outvars and id(eqn.outvars[0]) in self.fills:
             self.line("# (not built: the loop below starts from the scalar)")
             return
         self.eqn(eqn)
@@ -368,11 +367,6 @@ def _scalar_fills(jaxpr: Jaxpr) -> dict[int, object]:
     return fills
 
 
-def _is_kernel(p) -> bool:
-    """Is `p` lowered to a loop nest (`emit_kernel`), which writes a new or reused array?"""
-    return p is fused_p or is_kernel_member(p)
-
-
 def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
     """Outputs that a loop kernel writes and that the caller should allocate with NumPy.
 
@@ -385,7 +379,7 @@ def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
         if e is None or id(a) in seen or not a.aval.shape or not a.aval.size:
             continue
         seen.add(id(a))
-        if _is_kernel(e.primitive):
+        if is_loop_kernel(e.primitive):
             out.append(a)
     return out
 

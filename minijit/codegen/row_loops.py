@@ -48,7 +48,8 @@ from __future__ import annotations
 import re
 
 from minijit import primitives as P
-from minijit.codegen.rules import Reduction, is_kernel_member, numba_rules
+from minijit.codegen.kernels import is_loop_kernel
+from minijit.codegen.rules import Reduction, numba_rules
 from minijit.ir import Jaxpr, Var
 from minijit.passes.fuse_elementwise import as_kernel, fused_p
 
@@ -61,8 +62,7 @@ MAX_KERNELS = 8
 
 def _is_loop_kernel(e) -> bool:
     """Is `e` lowered by `emit_kernel` to a loop nest over an array (not a scalar)?"""
-    return ((e.primitive is fused_p or is_kernel_member(e.primitive))
-            and bool(e.outvars) and bool(e.outvars[0].aval.shape))
+    return is_loop_kernel(e.primitive) and bool(e.outvars) and bool(e.outvars[0].aval.shape)
 
 
 def _loop_shape(e):
