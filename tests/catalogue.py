@@ -442,6 +442,31 @@ program("concatenate_promotes", lambda xnp, a, b: (xnp.concatenate([a, b]), xnp.
 program("pad", lambda xnp, x: (xnp.pad(x, 1), xnp.pad(x, ((0, 2), (1, 0))),
                                xnp.pad(x, ((1, 1), (2, 2)), constant_values=-1.5)),
         normal(2, 3))
+
+
+def _written_in_place(xnp, u, y, m):
+    """Elementwise results that only a concatenation, pad or update reads are written in
+    their rows of the bigger array (codegen/in_place.py); a later kernel of the same shape
+    must not reuse those rows as a dead buffer."""
+    inner = 0.5 * (u[:-2] + u[2:])
+    joined = xnp.concatenate([u[:1], inner, u[-1:]])
+    later = xnp.sin(y) * 2.0  # the shape of `inner`, computed after it died
+    later = xnp.concatenate([later, later])
+    padded = xnp.pad(xnp.cos(u), (2, 0), constant_values=7.0)
+    rows = xnp.pad(m * 3.0, ((1, 2), (0, 0)))
+    if xnp is np:
+        updated, clamped = u.copy(), m.copy()
+        updated[1:-1] = xnp.tanh(u[:-2])
+        clamped[1:] = m[:-1] + 1.0  # start 7 clamped to the last possible row
+    else:
+        updated = u.at[1:-1].set(xnp.tanh(u[:-2]))
+        clamped = lax.dynamic_update_slice(m, m[:-1] + 1.0, (7, 0))
+    return joined, later, padded, rows, updated, clamped
+
+
+program("written_in_place", _written_in_place,
+        lambda rng: (rng.standard_normal(9), rng.standard_normal(7),
+                     rng.standard_normal((4, 3))))
 program("static_slicing", lambda xnp, x: (x[1:3], x[::2], x[::-1], x[-2:], x[::-2], x[4:1:-2],
                                           x[1:1], x[-100:100], x[5:]),
         normal(7))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
+from minijit.codegen.in_place import leading_pad, update_start
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, dtype_name, literal, wrapping
 
@@ -103,6 +104,18 @@ def _concatenate(lo, eqn, args, outs):
 
 def _pad(lo, eqn, args, outs):
     x, o = eqn.invars[0], eqn.outvars[0]
+    pads = leading_pad(eqn.params["padding_config"])
+    if pads is not None:  # rows of padding around the operand's rows: each written once
+        low, high = pads
+        n, total = shape_of(x)[0], shape_of(o)[0]
+        if lo.into.get(args[0], ("",))[0] != outs[0]:  # else the kernel wrote them in place
+            lo.line(f"{outs[0]} = {empty_like_var(lo, o)}")
+            if n:
+                lo.line(f"{outs[0]}[{lo.dim(low)}:{lo.dim(low + n)}] = {args[0]}")
+        for start, stop in ((0, low), (low + n, total)):
+            if stop > start:
+                lo.line(f"{outs[0]}[{lo.dim(start)}:{lo.dim(stop)}] = {args[1]}")
+        return
     lo.line(f"{outs[0]} = np.full({lo.shape(shape_of(o))}, {args[1]}, "
             f"np.{dtype_name(o.aval.dtype)})")
     if 0 in shape_of(x):
@@ -130,6 +143,14 @@ def _dynamic_slice(lo, eqn, args, outs):
 
 def _dynamic_update_slice(lo, eqn, args, outs):
     x, u = eqn.invars[0], eqn.invars[1]
+    if lo.into.get(args[1], ("",))[0] == outs[0]:  # the kernel wrote the update in place:
+        start = update_start(eqn)                  # the operand's other rows are copied
+        n, total = shape_of(u)[0], shape_of(x)[0]
+        for a, b in ((0, start), (start + n, total)):
+            if b > a:
+                rows = f"{lo.dim(a)}:{lo.dim(b)}"
+                lo.line(f"{outs[0]}[{rows}] = {args[0]}[{rows}]")
+        return
     s = _clamped(lo, shape_of(x), shape_of(u), args[2:])
     lo.line(f"{outs[0]} = {args[0]}.copy()")
     sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, shape_of(u)))

@@ -257,13 +257,13 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         if isinstance(v, Var) and not (reduction and v is last.outvars[0]) and (
                 outer not in out.stacked):
             into = getattr(out, "into", {}).get(outer)
-            if into:  # its rows of the concatenation that alone reads it
-                concat, allocate, rows = into
-                if concat not in out.allocated:
-                    out.allocated.add(concat)
-                    out.line(f"{concat} = {allocate}")
+            if into:  # its rows of the bigger array that alone reads it (in_place.py)
+                bigger, allocate, rows = into
+                if bigger not in out.allocated:
+                    out.allocated.add(bigger)
+                    out.line(f"{bigger} = {allocate}")
                 out.imports.add("from minijit.codegen.layout import c_view")
-                out.line(f"{outer} = c_view({concat}[{rows}])  # in place, see concatenate")
+                out.line(f"{outer} = c_view({bigger}[{rows}])  # in place, see in_place.py")
                 continue
             given = out.prealloc.get(outer) or out.reuse.get(outer)
             out.line(f"{outer} = {given}  # reused, see plan_buffers" if outer in out.reuse

@@ -23,6 +23,7 @@ from minijit import primitives as P
 from minijit.codegen import array_rules, control_rules  # noqa: F401 - they fill numba_rules
 from minijit.codegen.array_rules import empty_like_var
 from minijit.codegen.control_rules import interchangeable  # noqa: F401
+from minijit.codegen.in_place import written_in_place
 from minijit.codegen.kernels import emit_kernel, is_loop_kernel
 from minijit.codegen.row_loops import emit_run, row_runs
 from minijit.codegen.rules import (
@@ -99,11 +100,11 @@ class Lowering:
         # outer name of an output -> (buffer parameter, row): many outputs of one shape are
         # rows of one buffer (`_stackable`)
         self.stacked: dict[str, tuple[str, int]] = {}
-        # outer name of a kernel output -> (its concatenation's name, the statement allocating
+        # outer name of a kernel output -> (the bigger array's name, the statement allocating
         # that, the rows it fills): the kernel writes there, not into an array of its own
         self.into: dict[str, tuple[str, str, str]] = {}
-        self.allocated: set[str] = set()  # concatenations allocated ahead, by such a kernel
-        self._concatenated: dict[int, tuple] = {}  # id(jaxpr) -> (jaxpr, `concatenated`)
+        self.allocated: set[str] = set()  # bigger arrays allocated ahead, by such a kernel
+        self._in_place: dict[int, tuple] = {}  # id(jaxpr) -> (jaxpr, `in_place`)
         self.imports: set[str] = set()  # import lines that rules need in the module
         self.read: set[int] = set()  # ids of the Vars some equation or output reads
         # outer name of a kernel output -> the dead array it writes into (plan_buffers)
@@ -233,11 +234,11 @@ class Lowering:
         owner: dict[int, Var] = {}  # buffer -> the last value that held it
         for b, k in plan.reused_from_input.items():  # donated arguments' arrays
             owner[b] = jaxpr.invars[k]
-        into = self.concatenated(jaxpr)
+        into = self.in_place(jaxpr)
         for v in (o for e in jaxpr.eqns for o in e.outvars):
             b = plan.buffer_of.get(id(v))
-            if b is None or id(v) in into:  # a view of its concatenation: neither gives
-                continue                    # nor takes a buffer
+            if b is None or v in into:  # a view of a bigger array (in_place.py): it
+                continue                    # neither gives nor takes a buffer
             prev = owner.get(b)
             if (prev is not None and prev.aval.shape == v.aval.shape
                     and prev.aval.dtype == v.aval.dtype and owns_its_memory(plan.roots, prev)):
@@ -271,20 +272,20 @@ class Lowering:
     def describe(self, eqn: Eqn) -> str:
         return _describe(eqn, self.names)
 
-    def concatenated(self, jaxpr: Jaxpr) -> dict:
-        """`_written_into_concatenation(jaxpr)`, found once per Jaxpr: `plan_reuse` and
+    def in_place(self, jaxpr: Jaxpr) -> dict:
+        """`written_in_place(jaxpr)` (in_place.py), found once per Jaxpr: `plan_reuse` and
         `jaxpr_body` both need it."""
-        if id(jaxpr) not in self._concatenated:
-            self._concatenated[id(jaxpr)] = (jaxpr, _written_into_concatenation(jaxpr))
-        return self._concatenated[id(jaxpr)][1]
+        if id(jaxpr) not in self._in_place:
+            self._in_place[id(jaxpr)] = (jaxpr, written_in_place(jaxpr))
+        return self._in_place[id(jaxpr)][1]
 
     def jaxpr_body(self, jaxpr: Jaxpr) -> None:
         # values something reads later (an equation, or the program's outputs): a rule may
         # skip writing one that nothing reads (an interchanged loop's unused carries)
         self.read.update(id(a) for e in jaxpr.eqns for a in e.invars if isinstance(a, Var))
         self.read.update(id(a) for a in jaxpr.outvars if isinstance(a, Var))
-        for v, (concat, offset) in self.concatenated(jaxpr).items():
-            z = concat.outvars[0]
+        for v, (bigger, offset) in self.in_place(jaxpr).items():
+            z = bigger.outvars[0]
             sub = f"{self.dim(offset)}:{self.dim(offset + v.aval.shape[0])}"
             self.into[self.name(v)] = (self.name(z), empty_like_var(self, z), sub)
         self.fills.update(_scalar_fills(jaxpr))
@@ -382,37 +383,6 @@ def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
         if is_loop_kernel(e.primitive):
             out.append(a)
     return out
-
-
-def _written_into_concatenation(jaxpr: Jaxpr) -> dict:
-    """Kernel outputs that only a concatenation along axis 0 reads: {output: (that
-    concatenate equation, the output's first row in it)}.
-
-    Such a kernel writes straight into its rows of the concatenation's result, a
-    C-contiguous view (`u_new = concatenate([u[:1], kernel(u), u[-1:]])` copies only the two
-    ends). The view neither takes nor gives a buffer in `plan_reuse`, so nothing else is
-    written into those rows."""
-    uses: dict[int, int] = {}
-    for e in jaxpr.eqns:
-        for a in e.invars:
-            if isinstance(a, Var):
-                uses[id(a)] = uses.get(id(a), 0) + 1
-    for a in jaxpr.outvars:
-        if isinstance(a, Var):
-            uses[id(a)] = uses.get(id(a), 0) + 1
-    producer = {id(v): e for e in jaxpr.eqns for v in e.outvars}
-    found = {}
-    for e in jaxpr.eqns:
-        if e.primitive is not P.concatenate_p or e.params["dimension"] != 0:
-            continue
-        offset = 0
-        for a in e.invars:
-            k = producer.get(id(a)) if isinstance(a, Var) else None
-            if (k is not None and k.primitive is fused_p and k.params["kind"] == "elementwise"
-                    and uses[id(a)] == 1 and a.aval.shape[0] > 0):
-                found[a] = (e, offset)
-            offset += a.aval.shape[0]
-    return found
 
 
 STACK_AT = 8  # this many outputs of one shape and dtype or more share one buffer
