@@ -621,6 +621,36 @@ program("fori_loop_traced_bound", lambda xnp, n, x: lax.fori_loop(
     lambda rng: (5, rng.standard_normal(3)), reference=_fori_reference)
 
 
+def _carries_in_place(xnp, u, steps):
+    """Loop carries written over themselves (`u.at[i].set`) and held in two arrays in turn
+    (a sweep that reads its neighbours): codegen/in_place.py."""
+    def fill(i, acc):
+        return acc.at[i].set(acc[i - 1] * 0.5 + u[i])
+
+    def sweep(state):
+        k, v, w = state
+        inner = 0.5 * (v[:-2] + v[2:])
+        return k + 1, xnp.concatenate([v[:1], inner, v[-1:]]), xnp.pad(w[1:] - w[:-1], (1, 0))
+
+    filled = lax.fori_loop(1, u.shape[0], fill, xnp.zeros_like(u))
+    return filled, lax.while_loop(lambda s: s[0] < steps, sweep, (0, u, u))[1:]
+
+
+def _carries_in_place_reference(u, steps):
+    filled = np.zeros_like(u)
+    for i in range(1, u.shape[0]):
+        filled[i] = filled[i - 1] * 0.5 + u[i]
+    v, w = u, u
+    for _ in range(steps):
+        v = np.concatenate([v[:1], 0.5 * (v[:-2] + v[2:]), v[-1:]])
+        w = np.pad(w[1:] - w[:-1], (1, 0))
+    return filled, (v, w)
+
+
+program("carries_in_place", _carries_in_place, lambda rng: (rng.standard_normal(7), 3),
+        reference=_carries_in_place_reference)
+
+
 def _scan_reference(xs):
     c, ys = 0.0, []
     for v in xs:

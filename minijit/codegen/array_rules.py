@@ -25,6 +25,13 @@ def empty_like_var(lo, v) -> str:
     return f"np.empty({lo.shape(shape_of(v))}, np.{dtype_name(v.aval.dtype)})"
 
 
+def _new_array(lo, v, name: str) -> str:
+    """The array an equation's result `v` (named `name`) is written into: a dead one
+    (`Lowering.plan_reuse`), a loop carry's spare, or a new one."""
+    given = lo.reuse.get(name)
+    return f"{given}  # reused, see plan_buffers" if given else empty_like_var(lo, v)
+
+
 def _as_array(lo, a, expr: str) -> str:
     """An array expression for an operand (a rank-0 operand becomes a 0-d array)."""
     if a.aval.shape:
@@ -89,7 +96,7 @@ def _squeeze(lo, eqn, args, outs):
 def _concatenate(lo, eqn, args, outs):
     o, dim = eqn.outvars[0], eqn.params["dimension"]
     if outs[0] not in lo.allocated:  # else a kernel operand allocated it, to write into it
-        lo.line(f"{outs[0]} = {empty_like_var(lo, o)}")
+        lo.line(f"{outs[0]} = {_new_array(lo, o, outs[0])}")
     offset = 0
     for a, expr in zip(eqn.invars, args):
         n = shape_of(a)[dim]
@@ -109,7 +116,7 @@ def _pad(lo, eqn, args, outs):
         low, high = pads
         n, total = shape_of(x)[0], shape_of(o)[0]
         if lo.into.get(args[0], ("",))[0] != outs[0]:  # else the kernel wrote them in place
-            lo.line(f"{outs[0]} = {empty_like_var(lo, o)}")
+            lo.line(f"{outs[0]} = {_new_array(lo, o, outs[0])}")
             if n:
                 lo.line(f"{outs[0]}[{lo.dim(low)}:{lo.dim(low + n)}] = {args[0]}")
         for start, stop in ((0, low), (low + n, total)):
@@ -152,7 +159,14 @@ def _dynamic_update_slice(lo, eqn, args, outs):
                 lo.line(f"{outs[0]}[{rows}] = {args[0]}[{rows}]")
         return
     s = _clamped(lo, shape_of(x), shape_of(u), args[2:])
-    lo.line(f"{outs[0]} = {args[0]}.copy()")
+    given = lo.reuse.get(outs[0])  # the operand's own array (plan_buffers), or a dead one
+    if given == args[0]:
+        lo.line(f"{outs[0]} = {given}  # in place, see plan_buffers")
+    elif given:
+        lo.line(f"{outs[0]} = {given}  # reused, see plan_buffers")
+        lo.line(f"{outs[0]}[...] = {args[0]}")
+    else:
+        lo.line(f"{outs[0]} = {args[0]}.copy()")
     sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, shape_of(u)))
     lo.line(f"{outs[0]}[{sub}] = {_as_array(lo, u, args[1])}")
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from minijit import primitives as P
 from minijit.codegen.array_rules import empty_like_var
+from minijit.codegen.in_place import spare_carries
 from minijit.codegen.kernels import emit_elements
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
@@ -46,12 +47,30 @@ def _init_carries(lo, outs, init, invars) -> None:
             lo.line(f"{o} = {v}.copy()")
 
 
+def _spares(lo, body, carries, outs) -> list[tuple[str, str]]:
+    """A spare array for each carry whose next value cannot be written over it
+    (`in_place.spare_carries`), allocated here, before the loop: the carry holds its initial
+    array and the spare in turn. Returns what to assign at the end of each iteration (the
+    flag saying whose turn it is)."""
+    found = spare_carries(lo, body, carries)
+    if not found:
+        return []
+    turn = f"_turn_{outs[0]}"
+    lo.line(f"{turn} = False  # the carries below hold their two arrays in turn (in_place.py)")
+    for k, o in found.items():
+        first, spare = f"_first_{outs[k]}", f"_spare_{outs[k]}"
+        lo.line(f"{first}, {spare} = {outs[k]}, np.empty_like({outs[k]})")
+        lo.spares[lo.name(o)] = lo.reuse[lo.name(o)] = f"({first} if {turn} else {spare})"
+    return [(turn, f"not {turn}")]
+
+
 def _while(lo, eqn, args, outs):
     p = eqn.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cond_consts, body_consts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
     _init_carries(lo, outs, init, eqn.invars[nc + nb:])
     lo.plan_reuse(p["body_jaxpr"], (False,) * nb + (True,) * len(outs))
+    swaps = _spares(lo, p["body_jaxpr"], p["body_jaxpr"].invars[nb:], outs)
     lo.line("while True:")
     lo.indent += 1
     lo.bind_inputs(p["cond_jaxpr"], [*cond_consts, *outs])
@@ -60,7 +79,7 @@ def _while(lo, eqn, args, outs):
     lo.line("    break")
     lo.bind_inputs(p["body_jaxpr"], [*body_consts, *outs])
     lo.jaxpr_body(p["body_jaxpr"])
-    lo.assign_outputs(p["body_jaxpr"], outs, carries=p["body_jaxpr"].invars[nb:])
+    lo.assign_outputs(p["body_jaxpr"], outs, carries=p["body_jaxpr"].invars[nb:], swaps=swaps)
     lo.indent -= 1
 
 
@@ -236,6 +255,7 @@ def _fori_loop(lo, eqn, args, outs):
     _init_carries(lo, outs, init, eqn.invars[2 + p["body_nconsts"]:])
     body = p["body_jaxpr"]
     lo.plan_reuse(body, (False,) * (len(consts) + 1) + (True,) * len(outs))
+    swaps = _spares(lo, body, body.invars[len(consts) + 1:], outs)
     index_var = body.invars[len(consts)]
     lo.line(f"for {lo.name(index_var)} in range({lower}, {upper}):")
     lo.indent += 1
@@ -244,7 +264,7 @@ def _fori_loop(lo, eqn, args, outs):
         lo.line(f"{lo.name(index_var)} = {cast(lo.name(index_var), index_var.aval.dtype)}")
     lo.bind_inputs(Jaxpr((), body.invars[len(consts) + 1:], (), ()), outs)
     lo.jaxpr_body(body)
-    lo.assign_outputs(body, outs, carries=body.invars[len(consts) + 1:])
+    lo.assign_outputs(body, outs, carries=body.invars[len(consts) + 1:], swaps=swaps)
     lo.indent -= 1
 
 

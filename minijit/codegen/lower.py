@@ -23,7 +23,7 @@ from minijit import primitives as P
 from minijit.codegen import array_rules, control_rules  # noqa: F401 - they fill numba_rules
 from minijit.codegen.array_rules import empty_like_var
 from minijit.codegen.control_rules import interchangeable  # noqa: F401
-from minijit.codegen.in_place import written_in_place
+from minijit.codegen.in_place import TAKES_AN_ARRAY, written_in_place
 from minijit.codegen.kernels import emit_kernel, is_loop_kernel
 from minijit.codegen.row_loops import emit_run, row_runs
 from minijit.codegen.rules import (
@@ -109,6 +109,9 @@ class Lowering:
         self.read: set[int] = set()  # ids of the Vars some equation or output reads
         # outer name of a kernel output -> the dead array it writes into (plan_buffers)
         self.reuse: dict[str, str] = {}
+        # outer name of a loop body's output -> the spare array it is written into: free for
+        # the whole iteration (in_place.spare_carries), unlike a dead array in `reuse`
+        self.spares: dict[str, str] = {}
         self.line_eqns: dict[int, str] = {}
         self.current_eqn = ""
         self.fun_name = "f"
@@ -223,24 +226,31 @@ class Lowering:
                       buffers, layout if stacks else None)
 
     def plan_reuse(self, jaxpr: Jaxpr, donated: tuple) -> None:
-        """Follow `plan_buffers`: a kernel's output may take over the array of a value that
-        died (or of a donated argument), instead of allocating.
+        """Follow `plan_buffers`: the output of a loop kernel, a concatenation, a pad or an
+        update may take over the array of a value that died (or of a donated argument, or the
+        update's own operand), instead of allocating. `self.reuse` then says, for each name,
+        the array it is written into; no other equation's output has an entry.
 
         Only an array that owns its memory is handed over (`owns_its_memory`: not a view, not
         control flow's result, which may be an operand), so no input, constant or live value
-        can see the write; shapes and dtypes must match too (the plan matches bytes)."""
+        can see the write; shapes and dtypes must match too (the plan matches bytes). A
+        bigger array that a kernel writes into (in_place.py) is allocated before that kernel,
+        where the plan's array may still be alive: it takes none."""
         plan = plan_buffers(jaxpr, tuple(donated) + (False,) * (len(jaxpr.invars) - len(donated)))
         kernel_made = {id(o) for e in jaxpr.eqns if is_loop_kernel(e.primitive) for o in e.outvars}
+        into = self.in_place(jaxpr)
+        early = {id(e.outvars[0]) for e, _ in into.values()}
+        takes = kernel_made | {id(e.outvars[0]) for e in jaxpr.eqns
+                               if e.primitive in TAKES_AN_ARRAY and id(e.outvars[0]) not in early}
         owner: dict[int, Var] = {}  # buffer -> the last value that held it
         for b, k in plan.reused_from_input.items():  # donated arguments' arrays
             owner[b] = jaxpr.invars[k]
-        into = self.in_place(jaxpr)
         for v in (o for e in jaxpr.eqns for o in e.outvars):
             b = plan.buffer_of.get(id(v))
             if b is None or v in into:  # a view of a bigger array (in_place.py): it
                 continue                    # neither gives nor takes a buffer
             prev = owner.get(b)
-            if (prev is not None and prev.aval.shape == v.aval.shape
+            if (id(v) in takes and prev is not None and prev.aval.shape == v.aval.shape
                     and prev.aval.dtype == v.aval.dtype and owns_its_memory(plan.roots, prev)):
                 name, prev_name = self.name(v), self.name(prev)
                 if name in self.stacked:
@@ -287,7 +297,8 @@ class Lowering:
         for v, (bigger, offset) in self.in_place(jaxpr).items():
             z = bigger.outvars[0]
             sub = f"{self.dim(offset)}:{self.dim(offset + v.aval.shape[0])}"
-            self.into[self.name(v)] = (self.name(z), empty_like_var(self, z), sub)
+            allocate = self.spares.get(self.name(z)) or empty_like_var(self, z)
+            self.into[self.name(v)] = (self.name(z), allocate, sub)
         self.fills.update(_scalar_fills(jaxpr))
         runs = {} if self.parallel else row_runs(jaxpr, self)
         k = 0
@@ -311,12 +322,14 @@ class Lowering:
         for v, e in zip(jaxpr.invars, exprs):
             self.line(f"{self.name(v)} = {e}")
 
-    def assign_outputs(self, jaxpr: Jaxpr, targets: list[str], carries=None) -> None:
+    def assign_outputs(self, jaxpr: Jaxpr, targets: list[str], carries=None,
+                       swaps=()) -> None:
         """`t1, t2 = o1, o2` (simultaneous, so a carry can feed another), typed exactly.
 
         For a loop body, `carries` are its carry inputs: the next iteration may write any
         carry in place (`plan_reuse` treats them as donated), so each next carry must own
-        distinct memory; one that may share it with a constant or another carry is copied."""
+        distinct memory; one that may share it with a constant or another carry is copied.
+        `swaps` are (spare, carry input) pairs: each carry's array becomes its spare."""
         if not targets:
             return
         copies = (outputs_to_copy(jaxpr, carries) if carries is not None
@@ -324,6 +337,8 @@ class Lowering:
         values = [cast(self.atom(a), a.aval.dtype) if not a.aval.shape
                   else f"{self.atom(a)}.copy()" if copy else self.atom(a)
                   for a, copy in zip(jaxpr.outvars, copies)]
+        targets = [*targets, *(s for s, _ in swaps)]
+        values = [*values, *(c for _, c in swaps)]
         self.line(f"{', '.join(targets)} = {', '.join(values)}")
 
     # -- equations

@@ -19,6 +19,9 @@ size may take it instead of allocating. An elementwise equation (or elementwise 
 may write its output into an operand of the same shape whose root dies at that very equation,
 since each element is read before it is written: not into a broadcast operand (read again after
 being overwritten), and not when another operand of the equation is a view of the same root.
+A `dynamic_update_slice` may write its update over its operand the same way (`u.at[i].set(v)`
+in a loop body changes one row of the carry, not a copy of it), unless the update is a view
+of the operand.
 
 Assumes: a typechecked Jaxpr. Guarantees: the plan never gives two simultaneously live roots
 the same buffer and never hands out an input's or constant's memory unless it was donated.
@@ -129,10 +132,14 @@ def _nbytes(v: Var) -> int:
     return v.aval.size * v.aval.dtype.itemsize
 
 
-def _in_place_ok(eqn) -> bool:
-    if eqn.primitive in ELEMENTWISE:
-        return True
-    return eqn.primitive is fused_p and eqn.params.get("kind") == "elementwise"
+def _may_overwrite(eqn) -> list:
+    """The operands `eqn` may write its result over (see the module docstring)."""
+    if eqn.primitive in ELEMENTWISE or (
+            eqn.primitive is fused_p and eqn.params.get("kind") == "elementwise"):
+        return [a for a in dict.fromkeys(eqn.invars) if isinstance(a, Var)]
+    if eqn.primitive is P.dynamic_update_slice_p and isinstance(eqn.invars[0], Var):
+        return [eqn.invars[0]]  # the update's rows written over the operand's, in place
+    return []
 
 
 def plan_buffers(program: ClosedJaxpr | Jaxpr, donated: tuple[bool, ...] = ()) -> BufferPlan:
@@ -168,8 +175,8 @@ def plan_buffers(program: ClosedJaxpr | Jaxpr, donated: tuple[bool, ...] = ()) -
         operands = [a for a in dict.fromkeys(eqn.invars) if isinstance(a, Var)]
         dying = {r for a in operands for r in roots[id(a)] if last_use.get(r) == i}
         in_place = set()
-        if _in_place_ok(eqn) and eqn.outvars:
-            for a in operands:
+        if eqn.outvars:
+            for a in _may_overwrite(eqn):
                 others = [roots[id(b)] for b in operands if b is not a]
                 if (owns_its_memory(roots, a) and id(a) in dying
                         and a.aval.shape == eqn.outvars[0].aval.shape
