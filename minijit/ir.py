@@ -334,39 +334,44 @@ class JaxprTypeError(TypeError):
 
 
 def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
-    """Check the invariants in this module's docstring; raise JaxprTypeError naming the eqn."""
+    """Check the invariants in this module's docstring; raise JaxprTypeError naming the eqn.
+
+    Where an error is (`where`, a function) is written only when there is one: printing
+    every equation was most of the check's time (5,000 equations: 1.1 of 1.3 s)."""
     defined: set[int] = set()
 
-    def define(v: Var, where: str):
+    def define(v: Var, where):
         if not isinstance(v, Var):
-            raise JaxprTypeError(f"{where}: binder {v!r} is not a Var")
+            raise JaxprTypeError(f"{where()}: binder {v!r} is not a Var")
         if id(v) in defined:
-            raise JaxprTypeError(f"{where}: variable defined twice ({v.aval})")
+            raise JaxprTypeError(f"{where()}: variable defined twice ({v.aval})")
         defined.add(id(v))
 
-    def check_atom(a: Atom, where: str):
+    def check_atom(a: Atom, where):
         if isinstance(a, Lit):
             if a.aval.shape != ():
-                raise JaxprTypeError(f"{where}: literal of shape {a.aval.shape}")
+                raise JaxprTypeError(f"{where()}: literal of shape {a.aval.shape}")
         elif id(a) not in defined:
-            raise JaxprTypeError(f"{where}: variable of type {a.aval} used before definition")
+            raise JaxprTypeError(f"{where()}: variable of type {a.aval} used before definition")
 
     for v in jaxpr.constvars:
-        define(v, "constvars")
+        define(v, lambda: "constvars")
     for v in jaxpr.invars:
-        define(v, "invars")
+        define(v, lambda: "invars")
     for eqn in jaxpr.eqns:
-        where = f"in `{pp_eqn_alone(eqn)}`"
+        def where(eqn=eqn) -> str:
+            return f"in `{pp_eqn_alone(eqn)}`"
+
         for a in eqn.invars:
             check_atom(a, where)
         try:
             expected = abstract_eval(eqn.primitive, [a.aval for a in eqn.invars], eqn.params)
         except Exception as e:
-            raise JaxprTypeError(f"{where}: {e}") from e
+            raise JaxprTypeError(f"{where()}: {e}") from e
         got = [v.aval for v in eqn.outvars]
         if [a.strip_weak_type() for a in expected] != [a.strip_weak_type() for a in got]:
             raise JaxprTypeError(
-                f"{where}: outputs typed {[str(a) for a in got]}, "
+                f"{where()}: outputs typed {[str(a) for a in got]}, "
                 f"but {eqn.primitive.name} gives {[str(a) for a in expected]}"
             )
         for sub in subjaxprs(eqn):
@@ -374,5 +379,5 @@ def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
         for v in eqn.outvars:
             define(v, where)
     for a in jaxpr.outvars:
-        check_atom(a, "outvars")
+        check_atom(a, lambda: "outvars")
 

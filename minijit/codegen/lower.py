@@ -71,10 +71,12 @@ class Source:
 
 
 def _describe(eqn: Eqn, names) -> str:
-    """The equation on one line; a fused kernel or control flow is summarised."""
-    text = pp_eqn(eqn, names)
-    if "\n" not in text:
-        return text
+    """The equation on one line; a fused kernel or control flow is summarised (without
+    printing it first: a kernel of 5,000 equations took half a second to print)."""
+    if not subjaxprs(eqn):
+        text = pp_eqn(eqn, names)
+        if "\n" not in text:
+            return text
     outs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
     ins = " ".join(names(a) if isinstance(a, Var) else str(a.val) for a in eqn.invars)
     extra = f"[kind={eqn.params['kind']}]" if "kind" in eqn.params else "[...]"
