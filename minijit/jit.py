@@ -114,6 +114,8 @@ class CacheEntry:
         # `f(f(0))` finds the entry `f(0)` made
         self.out_weak = tuple(a.weak_type for a in self.traced.out_avals)
         self.single_strong = self.single and not self.out_weak[0]
+        # read once here: the fast path calls it without looking through `executable`
+        self.fast_call = getattr(self.executable, "fast_call", None)
 
     def wrap_outputs(self, outs):
         return _as_outputs(self.out_tree, outs, self.out_weak)
@@ -208,6 +210,7 @@ class JitFunction:
         # The fast path handles the common call: positional NumPy arrays, nothing static.
         self._fast_ok = not (self.spec.static_argnums or self.spec.static_argnames
                              or self.spec.donate_argnums)
+        self._fast = self._cache.fast if self._fast_ok else None  # key -> CacheEntry
 
     # -- calling
     @errors.boundary_code  # errors show the learner's frames only, on the fast path too
@@ -219,18 +222,18 @@ class JitFunction:
             # so it is its own api boundary, a `try` that costs nothing until it catches).
             # While any thread is inside `with disable_jit():`, calls take the slow path,
             # which reads this thread's own setting.
-            if self._fast_ok and not kwargs and not (
+            if self._fast is not None and not kwargs and not (
                     _fast_path_flags[0] or _donated_any[0]) and len(trace_state.stack) == 1:
-                entry = self._cache.fast.get(_fast_key(args))
+                entry = self._fast.get(_fast_key(args))
                 if entry is not None:
                     # timers cost 0.2 us a call, so only while profiling (in this thread)
                     if _fast_path_flags[1] and config.profile_execution:
                         t0 = perf_counter()
-                        outs = entry.executable.fast_call(args)
+                        outs = entry.fast_call(args)
                         entry.execute_s += perf_counter() - t0
                         entry.timed_calls += 1
                     else:
-                        outs = entry.executable.fast_call(args)
+                        outs = entry.fast_call(args)
                     entry.calls += 1
                     if entry.single_strong:
                         return outs[0].view(Array)
@@ -554,9 +557,10 @@ def _fast_key(args) -> tuple | None:
             weak = a.weak_type
         else:
             return None
-        if not a.shape or not a.flags.c_contiguous:
+        shape = a.shape
+        if not shape or not a.flags.c_contiguous:
             return None
-        key += (a.shape, a.dtype, weak)
+        key += (shape, a.dtype, weak)
     return key
 
 

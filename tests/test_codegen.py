@@ -359,8 +359,9 @@ def test_generated_source_uses_the_printers_names():
                  "l:f64[4,1] = reshape[new_sizes=(4, 1)] e"):
         assert line in printed and f"# {line}" in text
     for assignment in ("b = np.empty((_n0,), np.float64)", "c = b.reshape((_n0, 1))",
-                       "j = vecmath.exp_f64(i)", "m = d  # reused", "return (m,)"):
+                       "j = vecmath.exp_f64(i)", "d = out0", "m = d  # reused"):
         assert assignment in text
+    assert text.rstrip().endswith("return")  # the output is in the caller's buffer out0
 
 
 def test_a_row_reduction_of_computed_values_computes_the_row_then_folds_it():

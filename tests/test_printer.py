@@ -530,3 +530,28 @@ def test_jax_only_params_are_still_needed():
     """Each stripped param occurs in some JAX text; a param minijit grows must leave the list."""
     texts = " ".join(line for _, _, *lines in JAX_TEXTS.values() for line in lines)
     assert all(p in texts for p in JAX_ONLY_PARAMS)
+
+
+@pytest.mark.parametrize("optimized", [False, True], ids=["traced", "optimized"])
+def test_generated_code_names_every_var_as_the_printer_does(optimized):
+    # name_like_the_printer walks the program without printing it; on every catalogue
+    # program, traced and optimized, its names are the ones printing gives.
+    from catalogue import PROGRAMS
+
+    from minijit import ir
+    from minijit.passes import run_passes
+
+    checked = 0
+    for prog in PROGRAMS:
+        try:
+            closed = mj.make_jaxpr(prog.minijit_fn(), static_argnums=prog.static_argnums)(
+                *prog.make_args())
+        except Exception:  # noqa: BLE001 - a program that raises on purpose has no jaxpr
+            continue
+        jaxpr = (run_passes(closed) if optimized else closed).jaxpr
+        printed, walked = ir.VarNames(), ir.VarNames()
+        ir._pp_jaxpr(jaxpr, printed)
+        ir.name_like_the_printer(jaxpr, walked)
+        assert walked.names == printed.names, prog.name
+        checked += 1
+    assert checked > 100

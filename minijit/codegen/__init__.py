@@ -39,7 +39,7 @@ class NumbaExecutable:
         self._any_aliased = any(self.aliased)
         self._buffer_specs = [(a.shape, a.dtype) for a in self.source.out_avals]
         self._layout = self.source.out_layout  # None: the entry returns every output
-        self._plain = not (self._any_scalar_out or self._any_aliased or self._layout)
+        self._plain = not (self._any_scalar_out or self._any_aliased)
         self.fast_call = self._fast_call_for_this_program()
 
     def _buffers(self) -> list[np.ndarray]:
@@ -48,13 +48,17 @@ class NumbaExecutable:
     def __call__(self, *args):
         args = [_boundary(x, a) for x, a in zip(args, self.in_avals)]
         buffers = self._buffers()
-        outs = self.entry(*self.consts, *args, *buffers)
-        if self._layout:  # outputs stacked in one buffer are its rows
-            outs = [outs[w[1]] if w[0] == "returned" else buffers[w[1]][w[2]]
-                    for w in self._layout]
+        outs = self._arrange(self.entry(*self.consts, *args, *buffers), buffers)
         outs = [np.asarray(o, dtype=a.dtype) if s else o
                 for o, a, s in zip(outs, self.out_avals, self._scalar_out)]
         return copy_outputs(outs, self.aliased) if self._any_aliased else outs
+
+    def _arrange(self, returned, buffers) -> list:
+        """The outputs in order, from what the entry returned and the buffers passed in."""
+        if self._layout is None:  # the entry returns every output
+            return returned
+        return [returned[w[1]] if w[0] == "returned" else buffers[w[1]] if w[0] == "buffer"
+                else buffers[w[1]][w[2]] for w in self._layout]
 
     def _fast_call_for_this_program(self):
         """`fast_call(args)`: called with C-contiguous arrays of exactly the compiled types, no
@@ -66,10 +70,20 @@ class NumbaExecutable:
         entry, consts, empty = self.entry, self.consts, np.empty
         if not self._plain:
             return lambda args: self(*args)
-        if consts or len(self._buffer_specs) != 1:
-            return lambda args: entry(*consts, *args, *self._buffers())
-        shape, dtype = self._buffer_specs[0]  # the common case: one output, no constants
-        return lambda args: entry(*args, empty(shape, dtype))
+        if self._layout is None:  # the entry returns every output
+            return lambda args: entry(*consts, *args)
+        if consts or self._layout != [("buffer", 0)]:
+            def any_outputs(args):
+                buffers = self._buffers()
+                return self._arrange(entry(*consts, *args, *buffers), buffers)
+            return any_outputs
+        shape, dtype = self._buffer_specs[0]  # the common case: one output, in its buffer
+
+        def one_output(args):
+            out = empty(shape, dtype)
+            entry(*args, out)
+            return (out,)
+        return one_output
 
     def as_text(self) -> str:
         return self.source.text
