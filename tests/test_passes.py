@@ -272,7 +272,10 @@ def _nbytes(v: Var) -> int:
     return v.aval.size * v.aval.dtype.itemsize
 
 
-def _in_place(eqn: Eqn) -> bool:
+def _in_place(eqn: Eqn, v1: Var) -> bool:
+    """May `eqn` write its result over its operand `v1`?"""
+    if eqn.primitive.name == "dynamic_update_slice":
+        return eqn.invars[0] is v1
     return eqn.primitive in ELEMENTWISE or (
         eqn.primitive is fused_p and eqn.params["kind"] == "elementwise")
 
@@ -284,21 +287,63 @@ def _roots(jaxpr: Jaxpr) -> dict[int, set]:
     """Independently of the planner: which allocations each value may share memory with."""
     roots = {id(v): {id(v)} for v in (*jaxpr.constvars, *jaxpr.invars)}
     for e in jaxpr.eqns:
-        seen = set().union(*(roots[id(a)] for a in e.invars if isinstance(a, Var)))
-        for v in e.outvars:
+        ins = [roots[id(a)] if isinstance(a, Var) else set() for a in e.invars]
+        handed = _handed(e, ins)
+        for k, v in enumerate(e.outvars):
             if e.primitive.name in _VIEW_NAMES:
-                roots[id(v)] = set(seen)
-            elif e.primitive.name in ("cond", "while", "fori_loop", "scan"):
-                roots[id(v)] = seen | {id(v)}
+                roots[id(v)] = set().union(*ins)
+            elif handed is not None:
+                roots[id(v)] = handed[k] | {id(v)}
             else:
                 roots[id(v)] = {id(v)}
     return roots
 
 
+def _handed(e: Eqn, ins: list[set]) -> list[set] | None:
+    """What control flow's results may share: a body's output traced back to its inputs
+    (what each input stands for: an operand's roots, or a carry, which holds its initial
+    value or what the body returned for it, repeated until nothing new is found)."""
+    p, name = e.params, e.primitive.name
+    if name == "cond":
+        out = [set() for _ in e.outvars]
+        for branch in p["branches"]:
+            inner = _roots(branch)
+            for k, o in enumerate(branch.outvars):
+                for i, v in enumerate(branch.invars):
+                    if isinstance(o, Var) and id(v) in inner[id(o)]:
+                        out[k] |= ins[1 + i]
+        return out
+    layouts = {  # body, [what each body input is], initial carries
+        "while": lambda: (p["body_jaxpr"],
+                          ins[p["cond_nconsts"]:p["cond_nconsts"] + p["body_nconsts"]],
+                          ins[p["cond_nconsts"] + p["body_nconsts"]:]),
+        "fori_loop": lambda: (p["body_jaxpr"], ins[2:2 + p["body_nconsts"]] + [set()],
+                              ins[2 + p["body_nconsts"]:]),
+        "scan": lambda: (p["jaxpr"], ins[:p["num_consts"]],
+                         ins[p["num_consts"]:p["num_consts"] + p["num_carry"]]),
+    }
+    if name not in layouts:
+        return None
+    body, outer, init = layouts[name]()
+    held = [set(r) for r in init]
+    stands_for = [("outer", r) for r in outer] + [("carry", j) for j in range(len(init))]
+    if name == "scan":  # a step's x: a row (a view) of its xs operand
+        stands_for += [("outer", r) for r in ins[p["num_consts"] + p["num_carry"]:]]
+    inner = _roots(body)
+    for _ in range(len(init) + 1):  # a carry's set grows through at most every other carry
+        for j in range(len(init)):
+            o = body.outvars[j]
+            for v, (kind, what) in zip(body.invars, stands_for):
+                if isinstance(o, Var) and id(v) in inner[id(o)]:
+                    held[j] |= what if kind == "outer" else held[what]
+    return held + [set() for _ in e.outvars[len(init):]]  # a scan's ys: new arrays
+
+
 def check_plan(jaxpr: Jaxpr, donated=()):
     """Recompute storage and liveness independently and check the plan against them.
 
-    Views share their operand's allocation, control flow may hand back any operand. An
+    Views share their operand's allocation, control flow may hand back the operands its
+    sub-Jaxprs return (`_handed`). An
     allocation occupies its buffer from the equation that makes it to the last use of any
     value that may share it (a donated input from the start). Two allocations may share a
     buffer only if one is dead before the other is made, or (in place) the first is read for
@@ -346,7 +391,7 @@ def check_plan(jaxpr: Jaxpr, donated=()):
             if e1 < s2:
                 continue
             eqn = jaxpr.eqns[s2] if 0 <= s2 < n else None
-            ok = (eqn is not None and e1 == s2 and _in_place(eqn)
+            ok = (eqn is not None and e1 == s2 and _in_place(eqn, v1)
                   and any(a is v1 for a in eqn.invars) and v1.aval.shape == v2.aval.shape
                   and not any(isinstance(a, Var) and a is not v1 and id(v1) in roots[id(a)]
                               for a in eqn.invars))

@@ -61,13 +61,78 @@ def storage(jaxpr: Jaxpr) -> dict[int, frozenset[int]]:
                 roots[id(v)] = shared
         elif subjaxprs(eqn) and eqn.primitive is not fused_p:
             # Control flow: each result is new, or an operand (or a view of one) handed back.
-            shared = frozenset().union(*operands)
-            for v in eqn.outvars:
+            handed = _handed_back(eqn, [roots[id(a)] if isinstance(a, Var) else frozenset()
+                                        for a in eqn.invars])
+            if handed is None:  # a primitive this does not know: any operand
+                handed = [frozenset().union(*operands)] * len(eqn.outvars)
+            for v, shared in zip(eqn.outvars, handed):
                 roots[id(v)] = shared | {id(v)}
         else:  # a fused kernel, like every other primitive, writes a new array
             for v in eqn.outvars:
                 roots[id(v)] = frozenset((id(v),))
     return roots
+
+
+def _passed_through(body: Jaxpr) -> list[set[int]]:
+    """For each output of `body`, the positions of the inputs whose memory it may share."""
+    inner = storage(body)
+    position = {id(v): k for k, v in enumerate(body.invars)}
+    return [{position[r] for r in inner[id(a)] if r in position} if isinstance(a, Var)
+            else set() for a in body.outvars]
+
+
+def _handed_back(eqn, operand_roots: list[frozenset]) -> list[frozenset] | None:
+    """For each result of a control-flow equation, the roots of the operands its sub-Jaxprs
+    can hand back (a branch returning its argument, a loop carry passed through, a captured
+    array returned), found from the sub-Jaxprs themselves; None for an unknown primitive.
+
+    A loop's carry may hold, after any number of iterations, its initial value or whatever the
+    body returns for it: a constant, or (after a further iteration) what another carry held;
+    the sets grow until they stop changing."""
+    name, p = eqn.primitive.name, eqn.params
+    if name == "cond":
+        outs = [set() for _ in eqn.outvars]
+        for branch in p["branches"]:
+            for k, passed in enumerate(_passed_through(branch)):
+                outs[k] |= {r for i in passed for r in operand_roots[1 + i]}
+        return [frozenset(o) for o in outs]
+    if name == "jit":
+        return [frozenset(r for i in passed for r in operand_roots[i])
+                for passed in _passed_through(p["jaxpr"])]
+    # A loop body's inputs, in order: ("outer", roots) for a constant (and for a scan's row
+    # of xs, a view of it), ("carry", j) for carry j, None for fori_loop's index (a scalar).
+    if name == "while":
+        nc, nb = p["cond_nconsts"], p["body_nconsts"]
+        body, init = p["body_jaxpr"], operand_roots[nc + nb:]
+        inputs = [("outer", r) for r in operand_roots[nc:nc + nb]]
+    elif name == "fori_loop":
+        nb = p["body_nconsts"]
+        body, init = p["body_jaxpr"], operand_roots[2 + nb:]
+        inputs = [("outer", r) for r in operand_roots[2:2 + nb]] + [None]
+    elif name == "scan":
+        nc, nk = p["num_consts"], p["num_carry"]
+        body, init = p["jaxpr"], operand_roots[nc:nc + nk]
+        inputs = [("outer", r) for r in operand_roots[:nc]]
+    else:
+        return None
+    inputs += [("carry", j) for j in range(len(init))]
+    if name == "scan":
+        inputs += [("outer", r) for r in operand_roots[nc + nk:]]
+    passed = _passed_through(body)
+    carries = [set(r) for r in init]
+    changed = True
+    while changed:
+        changed = False
+        for j, held in enumerate(carries):
+            for i in passed[j]:
+                source = inputs[i]
+                more = (() if source is None else source[1] if source[0] == "outer"
+                        else carries[source[1]])
+                if not held.issuperset(more):
+                    held.update(more)
+                    changed = True
+    # a scan's ys are stacked into new arrays
+    return [frozenset(c) for c in carries] + [frozenset()] * (len(eqn.outvars) - len(carries))
 
 
 def owns_its_memory(roots: dict[int, frozenset[int]], v: Var) -> bool:
