@@ -225,3 +225,16 @@ def test_a_loop_result_is_copied_only_where_it_may_be_an_argument():
     assert _copies(branch, x) == [True]
     for fn in (fresh, returns_x, keeps_init, branch):
         _agree(fn, x)
+
+
+def test_a_traced_row_index_reads_a_view_and_a_returned_row_is_copied():
+    x, i = np.arange(12.0).reshape(4, 3), np.int64(2)
+    scaled = mj.jit(lambda x, i: x[i] * 2.0, backend="numba")
+    src = _source(scaled, x, i)
+    assert "= c_view(a[_s0:_s0 + 1])" in src and ".copy()" not in src
+    np.testing.assert_array_equal(scaled(x, i), x[2] * 2.0)
+    row = mj.jit(lambda x, i: x[i], backend="numba")
+    got = row(x, i)
+    np.testing.assert_array_equal(got, x[2])
+    assert not np.shares_memory(got, x)  # a view of the argument is returned as a copy
+    _agree(lambda x, i: (x[i], x[i] + 1.0), x, i)

@@ -280,7 +280,7 @@ def _in_place(eqn: Eqn, v1: Var) -> bool:
         eqn.primitive is fused_p and eqn.params["kind"] == "elementwise")
 
 
-_VIEW_NAMES = {"reshape", "squeeze", "transpose", "slice", "rev"}
+_VIEW_NAMES = {"reshape", "squeeze", "transpose", "slice", "dynamic_slice", "rev"}
 
 
 def _roots(jaxpr: Jaxpr) -> dict[int, set]:

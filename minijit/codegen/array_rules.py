@@ -143,7 +143,13 @@ def _clamped(lo, x_shape, sizes, starts) -> list[str]:
 
 def _dynamic_slice(lo, eqn, args, outs):
     x, sizes = eqn.invars[0], eqn.params["slice_sizes"]
-    s = _clamped(lo, shape_of(x), sizes, args[1:])
+    shape = shape_of(x)
+    if tuple(sizes[1:]) == shape[1:]:  # rows: a C-contiguous view, as for a static slice
+        (start,) = _clamped(lo, shape[:1], sizes[:1], args[1:2])
+        lo.imports.add("from minijit.codegen.layout import c_view")
+        lo.line(f"{outs[0]} = c_view({args[0]}[{start}:{start} + {lo.dim(sizes[0])}])")
+        return
+    s = _clamped(lo, shape, sizes, args[1:])
     sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, sizes))
     lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
 

@@ -6,9 +6,10 @@ live (a returned value, or a view of one) can see.** Three facts make it checkab
 
 - Storage. Each array value has a set of *roots*, the allocations whose memory it may share
   (`storage`). A root is an input, a constant, or the result of an equation that allocates a
-  new array. A view (reshape, transpose, squeeze, slice, rev) has its operand's roots; control
-  flow may hand an operand straight back (a branch returning its argument, a carry passed
-  through), so its results have the roots of every operand as well as their own.
+  new array. A view (reshape, transpose, squeeze, slice, dynamic_slice, rev) has its
+  operand's roots. Control flow may hand an operand straight back (a branch returning its
+  argument, a carry passed through, a captured array returned), so each result has, besides
+  its own, the roots of the operands its sub-Jaxprs can return (`_handed_back`).
 - Liveness. A root is live from the equation that defines it to the last use of any value that
   has it among its roots: a live view keeps its base alive.
 - Ownership. Only roots this function allocated, and donated inputs, are ever handed out.
@@ -42,8 +43,9 @@ from minijit.passes.fuse_elementwise import fused_p
 
 # Primitives whose result may share memory with their operand: NumPy returns views for all
 # of them, and generated code for reshape, squeeze and transpose (np.ascontiguousarray hands
-# back its operand when that is already contiguous).
-VIEWS = frozenset({P.reshape_p, P.squeeze_p, P.transpose_p, P.slice_p, P.rev_p})
+# back its operand when that is already contiguous) and for slices of whole rows.
+VIEWS = frozenset({P.reshape_p, P.squeeze_p, P.transpose_p, P.slice_p, P.rev_p,
+                   P.dynamic_slice_p})
 
 
 def storage(jaxpr: Jaxpr) -> dict[int, frozenset[int]]:
