@@ -238,3 +238,29 @@ def test_a_traced_row_index_reads_a_view_and_a_returned_row_is_copied():
     np.testing.assert_array_equal(got, x[2])
     assert not np.shares_memory(got, x)  # a view of the argument is returned as a copy
     _agree(lambda x, i: (x[i], x[i] + 1.0), x, i)
+
+
+def test_scan_carries_are_written_in_place_or_held_in_two_arrays():
+    xs = np.arange(20.0).reshape(5, 4)
+
+    def running(xnp, c, x):  # elementwise: the next carry is written over the old one
+        new = c * 0.5 + x
+        return new, new * 2.0
+
+    def shifting(xnp, c, x):  # reads neighbours: a spare array; the new carry is also the y
+        new = xnp.concatenate([c[1:], c[:1]]) + x
+        return new, new
+
+    for step, marker in ((running, "# reused"), (shifting, "_spare_")):
+        def fn(c0, xs, step=step):
+            return lax.scan(lambda c, x: step(mnp, c, x), c0, xs)
+
+        c0 = np.ones(4)
+        assert marker in _body(_source(mj.jit(fn, backend="numba"), c0, xs)), step.__name__
+        got = _agree(fn, c0, xs)
+        carry, ys = c0, []
+        for row in xs:
+            carry, y = step(np, carry, row)
+            ys.append(y)
+        np.testing.assert_array_equal(got[0], carry)
+        np.testing.assert_array_equal(got[1], np.stack(ys))

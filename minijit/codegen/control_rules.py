@@ -57,10 +57,11 @@ def _spares(lo, body, carries, outs) -> list[tuple[str, str]]:
         return []
     turn = f"_turn_{outs[0]}"
     lo.line(f"{turn} = False  # the carries below hold their two arrays in turn (in_place.py)")
-    for k, o in found.items():
+    for k, owner in found.items():
         first, spare = f"_first_{outs[k]}", f"_spare_{outs[k]}"
         lo.line(f"{first}, {spare} = {outs[k]}, np.empty_like({outs[k]})")
-        lo.spares[lo.name(o)] = lo.reuse[lo.name(o)] = f"({first} if {turn} else {spare})"
+        lo.spares[lo.name(owner)] = lo.reuse[lo.name(owner)] = (
+            f"({first} if {turn} else {spare})")
     return [(turn, f"not {turn}")]
 
 
@@ -79,7 +80,7 @@ def _while(lo, eqn, args, outs):
     lo.line("    break")
     lo.bind_inputs(p["body_jaxpr"], [*body_consts, *outs])
     lo.jaxpr_body(p["body_jaxpr"])
-    lo.assign_outputs(p["body_jaxpr"], outs, carries=p["body_jaxpr"].invars[nb:], swaps=swaps)
+    lo.assign_outputs(p["body_jaxpr"], outs, carries=p["body_jaxpr"].invars[nb:], also=swaps)
     lo.indent -= 1
 
 
@@ -264,7 +265,7 @@ def _fori_loop(lo, eqn, args, outs):
         lo.line(f"{lo.name(index_var)} = {cast(lo.name(index_var), index_var.aval.dtype)}")
     lo.bind_inputs(Jaxpr((), body.invars[len(consts) + 1:], (), ()), outs)
     lo.jaxpr_body(body)
-    lo.assign_outputs(body, outs, carries=body.invars[len(consts) + 1:], swaps=swaps)
+    lo.assign_outputs(body, outs, carries=body.invars[len(consts) + 1:], also=swaps)
     lo.indent -= 1
 
 
@@ -273,8 +274,10 @@ def _scan(lo, eqn, args, outs):
     nc, nk, n = p["num_consts"], p["num_carry"], p["length"]
     body = p["jaxpr"]
     consts, init, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
-    for o, v, a in zip(outs[:nk], init, eqn.invars[nc:nc + nk]):
-        lo.line(f"{o} = {cast(v, a.aval.dtype) if not a.aval.shape else v}")
+    _init_carries(lo, outs[:nk], init, eqn.invars[nc:nc + nk])
+    carries = body.invars[nc:nc + nk]
+    lo.plan_reuse(body, (False,) * nc + (True,) * nk)
+    swaps = _spares(lo, body, carries, outs[:nk])
     ys = outs[nk:]
     for y, v in zip(ys, eqn.outvars[nk:]):
         lo.line(f"{y} = {empty_like_var(lo, v)}")
@@ -287,8 +290,7 @@ def _scan(lo, eqn, args, outs):
     x_exprs = [f"{x}[{t}]" for x in xs]
     lo.bind_inputs(body, [*consts, *outs[:nk], *x_exprs])
     lo.jaxpr_body(body)
-    carry_out = Jaxpr((), (), (), body.outvars[:nk])
-    lo.assign_outputs(carry_out, outs[:nk])
+    lo.assign_outputs(body, outs[:nk], carries=carries, also=swaps)
     for y, a in zip(ys, body.outvars[nk:]):
         lo.line(f"{y}[{t}] = {lo.atom(a)}")
     lo.indent -= 1

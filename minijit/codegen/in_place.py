@@ -28,11 +28,13 @@ value into the one the carry does not hold. Which one is chosen by a flag flippe
 iteration, not by swapping two variables: LLVM does not vectorize a loop that writes into
 an array variable the outer loop reassigns (a Jacobi sweep ran 2.9x slower). When (for carry
 j, body input c, output o):
-- o is an array the body allocates at its top level (its own only root, `storage`): a loop
-  kernel's result or a concatenation, pad or update, the equations that honour a given array;
-- o is returned once, no other output is a view of it, and no output is c, a view of c or an
-  array written over c (`plan_reuse`): at the end of the iteration nothing alive sees c's array;
-- o is not already written over a dead array (then no memory is allocated anyway).
+- o's array is one the body allocates at its top level: o's own (its only root, `storage`)
+  or that of a dead value o is written over (`plan_reuse`: `j = i  # reused`), made by a loop
+  kernel, a concatenation, a pad or an update, the equations that write into a given array;
+  that value then writes into the spare (o written over a carry needs no memory at all);
+- o is returned once as a carry, no other carry is a view of it or shares its array, and no
+  carry is c, a view of c or an array written over c: at the end of the iteration nothing
+  alive sees c's array (a scan's ys are copied into their rows before the next iteration).
 Carries are owned by the loop (copies of their initial values, `_init_carries`), so c's array
 is the loop's to reuse, and the spare is never a carry's, a constant's or a result's.
 """
@@ -108,33 +110,41 @@ def written_in_place(jaxpr: Jaxpr) -> dict[Var, tuple]:
 
 
 def spare_carries(lo, body: Jaxpr, carries: list[Var]) -> dict[int, Var]:
-    """{k: body output} for the carries that get a spare array (see the module docstring).
-    `carries` are the body's carry inputs, `body.outvars[k]` the next value of `carries[k]`;
-    call after `lo.plan_reuse(body, ...)`."""
+    """{k: the body's value that allocates the array of carry k's next value}, for the
+    carries that get a spare array (see the module docstring): the next value itself, or
+    the dead value it is written over (`plan_reuse`: `j = i  # reused`), whose producer
+    then writes into the spare. `carries` are the body's carry inputs, `body.outvars[k]` the
+    next value of `carries[k]` (a scan's body returns its ys after them); call after
+    `lo.plan_reuse(body, ...)`."""
     roots = storage(body)
     producer = {id(v): e for e in body.eqns for v in e.outvars}
+    by_name = {lo.name(v): v for e in body.eqns for v in e.outvars}
 
-    def memory(a) -> str:  # the name of the array a value is written into
+    def memory(a) -> str:  # the name of the value whose array `a` is written into
         name = lo.name(a)
         while name in lo.reuse:
             name = lo.reuse[name]
         return name
 
-    outs = [a for a in body.outvars]
+    # the next carries; a scan's other outputs (its ys) are copied into their rows at the end
+    # of the iteration, so they are not alive after it
+    outs = list(body.outvars[:len(carries)])
     seen = {id(a): sum(b is a for b in outs) for a in outs}
     found = {}
     for k, (c, o) in enumerate(zip(carries, outs)):
-        e = producer.get(id(o)) if isinstance(o, Var) else None
-        if (e is None or not o.aval.shape or o.aval.size == 0
-                or roots[id(o)] != frozenset((id(o),)) or seen[id(o)] != 1
-                or lo.name(o) in lo.reuse
+        if not isinstance(o, Var) or not o.aval.shape or o.aval.size == 0:
+            continue
+        owner = by_name.get(memory(o))  # None: written over an input (a carry) in place
+        e = producer.get(id(owner)) if owner is not None else None
+        if (e is None or roots[id(o)] != frozenset((id(o),)) or seen[id(o)] != 1
+                or roots[id(owner)] != frozenset((id(owner),))
                 or not (is_loop_kernel(e.primitive) or e.primitive in TAKES_AN_ARRAY)):
             continue
         others = [a for a in outs if isinstance(a, Var) and a is not o]
-        if any(id(o) in roots[id(a)] for a in others):
-            continue  # another output is a view of o
+        if any(id(o) in roots[id(a)] or memory(a) == memory(o) for a in others):
+            continue  # another output is a view of o, or shares its array
         if any(id(c) in roots[id(a)] or memory(a) == lo.name(c)
                for a in outs if isinstance(a, Var)):
             continue  # c's array is still seen after the iteration
-        found[k] = o
+        found[k] = owner
     return found

@@ -332,22 +332,22 @@ class Lowering:
             self.line(f"{self.name(v)} = {e}")
 
     def assign_outputs(self, jaxpr: Jaxpr, targets: list[str], carries=None,
-                       swaps=()) -> None:
-        """`t1, t2 = o1, o2` (simultaneous, so a carry can feed another), typed exactly.
+                       also=()) -> None:
+        """`t1, t2 = o1, o2` for the first `len(targets)` outputs (simultaneous, so a carry
+        can feed another), typed exactly, and the (target, value) pairs `also` with them.
 
         For a loop body, `carries` are its carry inputs: the next iteration may write any
         carry in place (`plan_reuse` treats them as donated), so each next carry must own
-        distinct memory; one that may share it with a constant or another carry is copied.
-        `swaps` are (spare, carry input) pairs: each carry's array becomes its spare."""
+        distinct memory; one that may share it with a constant or another carry is copied."""
         if not targets:
             return
         copies = (outputs_to_copy(jaxpr, carries) if carries is not None
                   else [False] * len(targets))
         values = [cast(self.atom(a), a.aval.dtype) if not a.aval.shape
                   else f"{self.atom(a)}.copy()" if copy else self.atom(a)
-                  for a, copy in zip(jaxpr.outvars, copies)]
-        targets = [*targets, *(s for s, _ in swaps)]
-        values = [*values, *(c for _, c in swaps)]
+                  for a, copy in zip(jaxpr.outvars[:len(targets)], copies)]
+        targets = [*targets, *(t for t, _ in also)]
+        values = [*values, *(v for _, v in also)]
         self.line(f"{', '.join(targets)} = {', '.join(values)}")
 
     # -- equations
