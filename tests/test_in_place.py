@@ -264,3 +264,25 @@ def test_scan_carries_are_written_in_place_or_held_in_two_arrays():
             ys.append(y)
         np.testing.assert_array_equal(got[0], carry)
         np.testing.assert_array_equal(got[1], np.stack(ys))
+
+
+def test_a_reductions_scratch_row_is_allocated_once_before_the_loop():
+    # max |new - u| folds a row it first computes into a scratch row (folds.py); in a loop
+    # body that row is allocated before the loop, not in every iteration (Lowering.hoist)
+    def solve(u0, f, h2, tol):
+        def step(state):
+            k, _, u = state
+            inner = 0.5 * (u[:-2] + u[2:] + h2 * f[1:-1])
+            new = mnp.concatenate([u[:1], inner, u[-1:]])
+            return k + 1, mnp.max(mnp.abs(new - u)), new
+
+        return lax.while_loop(lambda s: (s[1] >= tol) & (s[0] < 50), step,
+                              (0, mnp.inf, u0))
+
+    u0, f, h2 = _jacobi_args()
+    src = _source(mj.jit(solve, backend="numba"), u0, f, h2, 1e-9)
+    head = src.split("while True:")[0]
+    assert re.search(r"_row_\w+ = np\.empty", head), "the scratch row is not before the loop"
+    assert "np.empty" not in _body(src)
+    k, change, u = _agree(solve, u0, f, h2, 1e-9)
+    assert k == 50 and change > 0

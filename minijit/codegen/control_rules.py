@@ -72,16 +72,17 @@ def _while(lo, eqn, args, outs):
     _init_carries(lo, outs, init, eqn.invars[nc + nb:])
     lo.plan_reuse(p["body_jaxpr"], (False,) * nb + (True,) * len(outs))
     swaps = _spares(lo, p["body_jaxpr"], p["body_jaxpr"].invars[nb:], outs)
-    lo.line("while True:")
-    lo.indent += 1
-    lo.bind_inputs(p["cond_jaxpr"], [*cond_consts, *outs])
-    lo.jaxpr_body(p["cond_jaxpr"])
-    lo.line(f"if not {lo.atom(p['cond_jaxpr'].outvars[0])}:")
-    lo.line("    break")
-    lo.bind_inputs(p["body_jaxpr"], [*body_consts, *outs])
-    lo.jaxpr_body(p["body_jaxpr"])
-    lo.assign_outputs(p["body_jaxpr"], outs, carries=p["body_jaxpr"].invars[nb:], also=swaps)
-    lo.indent -= 1
+    with lo.loop():  # the body's scratch arrays are allocated before it
+        lo.line("while True:")
+        lo.indent += 1
+        lo.bind_inputs(p["cond_jaxpr"], [*cond_consts, *outs])
+        lo.jaxpr_body(p["cond_jaxpr"])
+        lo.line(f"if not {lo.atom(p['cond_jaxpr'].outvars[0])}:")
+        lo.line("    break")
+        lo.bind_inputs(p["body_jaxpr"], [*body_consts, *outs])
+        lo.jaxpr_body(p["body_jaxpr"])
+        lo.assign_outputs(p["body_jaxpr"], outs, carries=p["body_jaxpr"].invars[nb:], also=swaps)
+        lo.indent -= 1
 
 
 def _elementwise_body(body: Jaxpr) -> bool:
@@ -258,15 +259,16 @@ def _fori_loop(lo, eqn, args, outs):
     lo.plan_reuse(body, (False,) * (len(consts) + 1) + (True,) * len(outs))
     swaps = _spares(lo, body, body.invars[len(consts) + 1:], outs)
     index_var = body.invars[len(consts)]
-    lo.line(f"for {lo.name(index_var)} in range({lower}, {upper}):")
-    lo.indent += 1
-    lo.bind_inputs(Jaxpr((), body.invars[:len(consts)], (), ()), consts)
-    if index_var.aval.dtype != np.int64:
-        lo.line(f"{lo.name(index_var)} = {cast(lo.name(index_var), index_var.aval.dtype)}")
-    lo.bind_inputs(Jaxpr((), body.invars[len(consts) + 1:], (), ()), outs)
-    lo.jaxpr_body(body)
-    lo.assign_outputs(body, outs, carries=body.invars[len(consts) + 1:], also=swaps)
-    lo.indent -= 1
+    with lo.loop():  # the body's scratch arrays are allocated before it
+        lo.line(f"for {lo.name(index_var)} in range({lower}, {upper}):")
+        lo.indent += 1
+        lo.bind_inputs(Jaxpr((), body.invars[:len(consts)], (), ()), consts)
+        if index_var.aval.dtype != np.int64:
+            lo.line(f"{lo.name(index_var)} = {cast(lo.name(index_var), index_var.aval.dtype)}")
+        lo.bind_inputs(Jaxpr((), body.invars[len(consts) + 1:], (), ()), outs)
+        lo.jaxpr_body(body)
+        lo.assign_outputs(body, outs, carries=body.invars[len(consts) + 1:], also=swaps)
+        lo.indent -= 1
 
 
 def _scan(lo, eqn, args, outs):
@@ -284,16 +286,17 @@ def _scan(lo, eqn, args, outs):
     # A scan nested in another's body needs its own step variable, or the inner loop would
     # overwrite the outer one's (indentation is the nesting depth: one name per depth).
     t = "_t" if lo.indent == 1 else f"_t{lo.indent}"
-    lo.line(f"for {t} in range({lo.dim(n)} - 1, -1, -1):" if p["reverse"]
-            else f"for {t} in range({lo.dim(n)}):")
-    lo.indent += 1
-    x_exprs = [f"{x}[{t}]" for x in xs]
-    lo.bind_inputs(body, [*consts, *outs[:nk], *x_exprs])
-    lo.jaxpr_body(body)
-    lo.assign_outputs(body, outs[:nk], carries=carries, also=swaps)
-    for y, a in zip(ys, body.outvars[nk:]):
-        lo.line(f"{y}[{t}] = {lo.atom(a)}")
-    lo.indent -= 1
+    with lo.loop():  # the body's scratch arrays are allocated before it
+        lo.line(f"for {t} in range({lo.dim(n)} - 1, -1, -1):" if p["reverse"]
+                else f"for {t} in range({lo.dim(n)}):")
+        lo.indent += 1
+        x_exprs = [f"{x}[{t}]" for x in xs]
+        lo.bind_inputs(body, [*consts, *outs[:nk], *x_exprs])
+        lo.jaxpr_body(body)
+        lo.assign_outputs(body, outs[:nk], carries=carries, also=swaps)
+        for y, a in zip(ys, body.outvars[nk:]):
+            lo.line(f"{y}[{t}] = {lo.atom(a)}")
+        lo.indent -= 1
 
 
 def _debug_callback(lo, eqn, args, outs):

@@ -419,7 +419,8 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
         row = f"{array}[{prefix}]" if prefix and not scratch else array
     allocate_scratch = (f"{scratch} = np.empty({out.shape(shape[-1:])}, "
                         f"np.{dtype_name(folded.aval.dtype)})")
-    if scratch and not threads:
+    # one scratch row for every row; in a loop body, one for every iteration too (`hoist`)
+    if scratch and not threads and not (hasattr(out, "hoist") and out.hoist(allocate_scratch)):
         out.line(allocate_scratch)
     one_row = n_kept == rank - 1  # each result is the fold of exactly one row
     for k in range(rank - 1):

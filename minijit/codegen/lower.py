@@ -17,6 +17,7 @@ through `numba.objmode`.
 from __future__ import annotations
 
 import keyword
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from minijit import primitives as P
@@ -71,6 +72,9 @@ class Source:
     out_layout: list | None = None
 
 
+_HOIST = "# (allocations hoisted before this loop)"  # a mark in `lines`, by identity
+
+
 def _describe(eqn: Eqn, names) -> str:
     """The equation on one line; a fused kernel or control flow is summarised (without
     printing it first: a kernel of 5,000 equations took half a second to print)."""
@@ -94,6 +98,10 @@ class Lowering:
         self.parallel = parallel
         self.threaded = False  # whether any loop got `numba.prange` (the decorator says so)
         self.lines: list[str] = []
+        # (index of a loop's mark in `lines`, its indent) for each loop being written, and
+        # mark index -> the (line, description) pairs hoisted there (`loop`, `hoist`)
+        self._hoist_points: list[tuple[int, int]] = []
+        self._hoisted: dict[int, list[tuple[str, object]]] = {}
         self.indent = 1
         self.names = VarNames()
         self.safe: dict[int, str] = {}
@@ -128,6 +136,44 @@ class Lowering:
     def line(self, text: str) -> None:
         self.lines.append("    " * self.indent + text)
         self.line_eqns[len(self.lines) + 1] = self.current_eqn  # +1: the `def` line
+
+    @contextmanager
+    def loop(self):
+        """Around the lines of a loop (`while True:`, `for ...:` and its body): a scratch
+        array the body needs, of a shape the loop cannot change, is allocated once, before
+        the outermost such loop (`hoist`), not in every iteration (a Jacobi sweep's scratch
+        row was a quarter of its time). The lines go in when the source is assembled
+        (`_with_hoisted`), so indices into `lines` stay valid while the body is written."""
+        self.lines.append(_HOIST)
+        self._hoist_points.append((len(self.lines) - 1, self.indent))
+        try:
+            yield
+        finally:
+            self._hoist_points.pop()
+
+    def hoist(self, text: str) -> bool:
+        """Allocate a scratch array before the outermost loop being written; False outside a
+        loop (the caller writes the line where it is). Only for arrays whose contents do not
+        outlive one use: the one array serves every iteration."""
+        if not self._hoist_points:
+            return False
+        at, indent = self._hoist_points[0]
+        self._hoisted.setdefault(at, []).append(("    " * indent + text, self.current_eqn))
+        return True
+
+    def _with_hoisted(self) -> tuple[list[str], dict[int, object]]:
+        """`lines` and `line_eqns` with each loop's hoisted allocations in place of its mark."""
+        lines, line_eqns = [], {}
+        for k, text in enumerate(self.lines):
+            if text is _HOIST:
+                for hoisted, description in self._hoisted.get(k, ()):
+                    lines.append(hoisted)
+                    line_eqns[len(lines) + 1] = description
+                continue
+            lines.append(text)
+            if k + 2 in self.line_eqns:
+                line_eqns[len(lines) + 1] = self.line_eqns[k + 2]
+        return lines, line_eqns
 
     def name(self, v: Var) -> str:
         if id(v) not in self.safe:
@@ -230,8 +276,9 @@ class Lowering:
                 + (", parallel=True)" if self.threaded else ")"),
                 f"def entry({', '.join(params)}):"]
         shift = len(head) - 1
-        line_eqns = {k + shift: e for k, e in self.line_eqns.items()}
-        return Source("\n".join(head + self.lines) + "\n", self.callbacks, line_eqns,
+        lines, line_eqns = self._with_hoisted()
+        line_eqns = {k + shift: e for k, e in line_eqns.items()}
+        return Source("\n".join(head + lines) + "\n", self.callbacks, line_eqns,
                       buffers, layout if stacks or singles else None)
 
     def plan_reuse(self, jaxpr: Jaxpr, donated: tuple) -> None:
