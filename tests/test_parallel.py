@@ -86,3 +86,16 @@ def test_loop_bodies_stay_serial():
     jf = mj.jit(f, backend="numba", parallel=True)
     assert "prange" not in jf.lower(x).as_text()
     np.testing.assert_array_equal(jf(x), mj.jit(f, backend="numba")(x))
+
+
+def test_each_thread_has_its_own_scratch_row():
+    # An integer row sum of computed values stores each row into a scratch row, then folds
+    # it in order; shared by the threads, rows overwrote each other (19 wrong calls of 20).
+    x = np.arange(N, dtype=np.int64).reshape(N // 256, 256) % 7
+    f = mj.jit(lambda x: (x * 2 + 1).sum(axis=1), backend="numba", parallel=True)
+    src = f.lower(x).as_text()
+    loop = src.index("numba.prange")
+    assert "_row_" in src and src.index("_row_") > loop  # allocated inside the threaded loop
+    want = (x * 2 + 1).sum(axis=1)
+    for _ in range(10):
+        np.testing.assert_array_equal(f(x), want)

@@ -350,13 +350,17 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             folded_at = f"{inner_of[id(folded)]}[{index}]"
         else:
             scratch = f"_row_{acc_name}"
-            out.line(f"{scratch} = np.empty({out.shape(reduced_shape)}, "
-                     f"np.{dtype_name(folded.aval.dtype)})")
+            allocate_scratch = (f"{scratch} = np.empty({out.shape(reduced_shape)}, "
+                                f"np.{dtype_name(folded.aval.dtype)})")
+            if not threads and not (hasattr(out, "hoist") and out.hoist(allocate_scratch)):
+                out.line(allocate_scratch)
             folded_at = None
     for k in range(len(shape)):
         if in_register and k == n_kept and not split:
             out.line(f"{acc} = {init}")
         _open_loop(out, loop_line(k), threads and k == 0)
+        if split and folded_at is None and threads and k == 0:
+            out.line(allocate_scratch)  # each thread its own scratch row
     atom = _element_body(out, members, full_inputs, env, idx, name, reads, index)
     if reduction and not split:
         for stmt in rule.combine(acc, atom(last.invars[0]), last.outvars[0].aval.dtype):
