@@ -42,8 +42,6 @@ for _var in THREAD_VARS:
     os.environ.setdefault(_var, _early_threads(sys.argv[1:]))
 
 
-
-
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import gc  # noqa: E402

@@ -208,9 +208,9 @@ class JitFunction:
                    self.spec.donate_argnums, self.backend.name, self.parallel)
         self._cache = _cache_for(fun, options)
         # The fast path handles the common call: positional NumPy arrays, nothing static.
-        self._fast_ok = not (self.spec.static_argnums or self.spec.static_argnames
-                             or self.spec.donate_argnums)
-        self._fast = self._cache.fast if self._fast_ok else None  # key -> CacheEntry
+        fast_ok = not (self.spec.static_argnums or self.spec.static_argnames
+                       or self.spec.donate_argnums)
+        self._fast = self._cache.fast if fast_ok else None  # key -> CacheEntry, or no fast path
 
     # -- calling
     @errors.boundary_code  # errors show the learner's frames only, on the fast path too
@@ -262,7 +262,7 @@ class JitFunction:
                     entry = self._compile(split)
                 # only an entry the cache kept (see _compile) goes on the fast path, and
                 # only under minijit's own key: under a learner's, every call asks it
-                if (own_key and self._fast_ok and not kwargs
+                if (own_key and self._fast is not None and not kwargs
                         and cache.entries.get(key) is entry and _fast_key(args) is not None):
                     cache.fast[_fast_key(args)] = entry
         if not own_key and entry.split.key != split.key:

@@ -60,8 +60,7 @@ def _spares(lo, body, carries, outs) -> list[tuple[str, str]]:
     for k, owner in found.items():
         first, spare = f"_first_{outs[k]}", f"_spare_{outs[k]}"
         lo.line(f"{first}, {spare} = {outs[k]}, np.empty_like({outs[k]})")
-        lo.spares[lo.name(owner)] = lo.reuse[lo.name(owner)] = (
-            f"({first} if {turn} else {spare})")
+        lo.reuse[lo.name(owner)] = f"({first} if {turn} else {spare})"
     return [(turn, f"not {turn}")]
 
 

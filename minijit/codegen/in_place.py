@@ -26,7 +26,8 @@ arrays. `spare_carries` gives such a carry a second array, allocated once before
 the carry holds its two arrays in turn (double buffering), each iteration writing the next
 value into the one the carry does not hold. Which one is chosen by a flag flipped every
 iteration, not by swapping two variables: LLVM does not vectorize a loop that writes into
-an array variable the outer loop reassigns (a Jacobi sweep ran 2.9x slower). When (for carry
+an array variable the outer loop reassigns (a Numba model of 5,000 Jacobi sweeps: 3.6 ms
+swapped, 1.0 ms with the flag). When (for carry
 j, body input c, output o):
 - o's array is one the body allocates at its top level: o's own (its only root, `storage`)
   or that of a dead value o is written over (`plan_reuse`: `j = i  # reused`), made by a loop
@@ -48,7 +49,7 @@ from minijit.ir import Jaxpr, Lit, Var
 from minijit.passes.fuse_elementwise import fused_p
 from minijit.passes.plan_buffers import storage
 
-# Equations whose result the rules can write into a given array (`Lowering.spares`).
+# Equations whose result the rules can write into a given array (`Lowering.reuse`).
 TAKES_AN_ARRAY = (P.concatenate_p, P.pad_p, P.dynamic_update_slice_p)
 
 

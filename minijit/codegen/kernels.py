@@ -352,8 +352,8 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             scratch = f"_row_{acc_name}"
             allocate_scratch = (f"{scratch} = np.empty({out.shape(reduced_shape)}, "
                                 f"np.{dtype_name(folded.aval.dtype)})")
-            if not threads and not (hasattr(out, "hoist") and out.hoist(allocate_scratch)):
-                out.line(allocate_scratch)
+            if not threads:
+                _allocate_scratch(out, allocate_scratch)
             folded_at = None
     for k in range(len(shape)):
         if in_register and k == n_kept and not split:
@@ -423,9 +423,8 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
         row = f"{array}[{prefix}]" if prefix and not scratch else array
     allocate_scratch = (f"{scratch} = np.empty({out.shape(shape[-1:])}, "
                         f"np.{dtype_name(folded.aval.dtype)})")
-    # one scratch row for every row; in a loop body, one for every iteration too (`hoist`)
-    if scratch and not threads and not (hasattr(out, "hoist") and out.hoist(allocate_scratch)):
-        out.line(allocate_scratch)
+    if scratch and not threads:  # one scratch row for every row
+        _allocate_scratch(out, allocate_scratch)
     one_row = n_kept == rank - 1  # each result is the fold of exactly one row
     for k in range(rank - 1):
         if k == n_kept and not one_row:
@@ -496,6 +495,13 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
         env[id(v)] = name(v)
         for text in after.get(id(v), ()):
             out.line(text)
+
+
+def _allocate_scratch(out, line: str) -> None:
+    """Write the allocation of a scratch array, which no value outlives: in a loop body, once
+    before the loop (`Lowering.hoist`), not in every iteration."""
+    if not (hasattr(out, "hoist") and out.hoist(line)):
+        out.line(line)
 
 
 def is_loop_kernel(p) -> bool:
