@@ -902,7 +902,22 @@ def _normalize_rows(xnp, x):
     return x / xnp.sqrt((x ** 2).sum(axis=1, keepdims=True))
 
 
+def _layer_norm_axis1(xnp, x):
+    """Normalised over the middle axis of (B, T, D): both reductions keep rows and columns,
+    so their accumulators are whole arrays that one loop over the rows fills."""
+    mu = xnp.mean(x, axis=1, keepdims=True)
+    return (x - mu) / xnp.sqrt(xnp.var(x, axis=1, keepdims=True) + 1e-5)
+
+
+def _reduce_twice_middle_axes(xnp, x):
+    s = xnp.sum(x, axis=(1, 2), keepdims=True)
+    return xnp.max(xnp.abs(x - s), axis=(1, 2)), xnp.std(x, axis=2)
+
+
 program("softmax", _softmax, normal(3, 5))
+program("variance_middle_axis", lambda xnp, x: xnp.var(x, axis=1), normal(2, 3, 4))
+program("layer_norm_axis1", _layer_norm_axis1, normal(3, 4, 5))
+program("reduce_twice_middle_axes", _reduce_twice_middle_axes, normal(2, 3, 2, 4))
 program("layer_norm", _layer_norm, lambda rng: (rng.standard_normal((2, 6)),
                                                 rng.standard_normal(6), rng.standard_normal(6)))
 program("logsumexp", _logsumexp, normal(4, 6))

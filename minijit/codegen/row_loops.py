@@ -38,7 +38,10 @@ the same, bit for bit (tests/test_row_loops.py).
 How (`emit_run`). Each equation is lowered as usual; its lines are then split into the
 statements before its loop over axis 0 (allocations and views: hoisted before the one row
 loop, in order), the `for i0 in range(R):` line (the same for all) and the loop's body (moved
-into the row loop, in order). A kernel whose lines do not have that shape (a learner's
+into the row loop, in order). The hoisted statements allocate and make views, and write into
+no array: a reduction's `acc[...] = 0.0` becomes `acc[i0] = 0.0` in the row's own iteration,
+since acc may be an array that an earlier kernel of the run still fills (`_split_prologue`).
+A kernel whose lines do not have that shape (a learner's
 `loop_nest` that orders the loops otherwise) is lowered as before, unfused.
 `jit(..., parallel=True)` keeps separate loops (each can be threaded on its own).
 """
@@ -189,11 +192,46 @@ def emit_run(lo, eqns) -> None:
         inner = lines[i + 1:]
         if any(not t.startswith(base + "    ") for t, _ in inner):
             return _put_back(lo, parts)  # a statement after the loop over the rows
-        prologue += lines[:i]
-        body += [(base + "    " + lines[0][0].strip(), lines[0][1])] + inner
+        hoisted, inits = _split_prologue(lines[:i], base)
+        if hoisted is None:
+            return _put_back(lo, parts)
+        prologue += hoisted
+        body += [(base + "    " + lines[0][0].strip(), lines[0][1])] + inits + inner
     prologue.append((f"{base}# one loop over the rows for the {len(eqns)} equations above "
                      f"(codegen/row_loops.py)", ""))
     _put_back(lo, [prologue, [(header, "")], body])
+
+
+# What the prologue may hold: an allocation or a view (`d = np.empty(...)`, `c = b.reshape(...)`,
+# `e = b  # reused`), or a comment. A reduction's `acc[...] = init` moves into the row loop.
+_BINDS_A_NAME = re.compile(r"\w+ = [^=]|#")
+_FILLS = re.compile(r"(\w+)\[\.\.\.\] = (.+)$")
+
+
+def _split_prologue(lines, base):
+    """(the statements to hoist before the row loop, the row's own initialisations), or
+    (None, None) if a statement writes into an array in another way.
+
+    The rule that keeps shared memory safe: the prologue runs once, before iteration 0 of
+    every kernel of the run, so it must not write into an array. An array that a kernel of
+    the run takes over (`plan_buffers`: `e = b  # reused`, b dead after an earlier kernel of
+    the run) still holds b's rows for the iterations to come; b's row i0 is dead only once
+    iteration i0 has read it. So a reduction's accumulator, filled whole before its loop when
+    it stands alone (`e[...] = 0.0`), is filled one row at a time here (`e[i0] = 0.0`), at the
+    start of its kernel's part of iteration i0: after the earlier kernels read row i0, before
+    its own kernel adds to it. Every other write already stays inside the row loop, and reads
+    of the run's arrays are row-local (`_Run.take`), so no iteration sees another's rows."""
+    hoisted, inits = [], []
+    for text, description in lines:
+        statement = text.strip()
+        fill = _FILLS.match(statement)
+        if fill:
+            inits.append((f"{base}    {fill[1]}[i0] = {fill[2]}", description))
+        elif _BINDS_A_NAME.match(statement):
+            hoisted.append((text, description))
+        else:
+            return None, None
+    return hoisted, inits
 
 
 def _put_back(lo, parts) -> None:
