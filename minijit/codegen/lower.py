@@ -289,7 +289,14 @@ class Lowering:
         control flow's result, which may be an operand), so no input, constant or live value
         can see the write; shapes and dtypes must match too (the plan matches bytes). A
         bigger array that a kernel writes into (in_place.py) is allocated before that kernel,
-        where the plan's array may still be alive: it takes none."""
+        where the plan's array may still be alive: it takes none.
+
+        The plan orders whole equations; codegen then runs some of them as one loop over the
+        rows (row_loops.py), where a value is dead in iteration i0 only once that iteration
+        has read it. The rule that keeps a taken array safe there: it is written only in the
+        iterations of the loop, row i0 in iteration i0 after every read of that row (no
+        statement hoisted before the loop writes into it), and no later read in the same loop
+        sees another row of it (reads of the run's arrays are row-local, `_Run.take`)."""
         plan = plan_buffers(jaxpr, tuple(donated) + (False,) * (len(jaxpr.invars) - len(donated)))
         kernel_made = {id(o) for e in jaxpr.eqns if is_loop_kernel(e.primitive) for o in e.outvars}
         into = self.in_place(jaxpr)
