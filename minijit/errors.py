@@ -73,7 +73,7 @@ def user_frame(skip_internal: bool = True):
         return frame
     found = None  # the innermost frame of the run of frames outside minijit being walked
     while frame is not None:
-        if not _in_package(frame.f_code.co_filename):
+        if not in_package(frame.f_code.co_filename):
             found = found or frame
         elif found is not None:
             if frame.f_code not in build.PIECE_RUNNERS:
@@ -89,10 +89,22 @@ def user_frame(skip_internal: bool = True):
 _package_files: dict[str, bool] = {}
 
 
-def _in_package(filename: str) -> bool:
+def in_package(filename: str) -> bool:
+    """Whether `filename` (a code object's `co_filename`) is one of minijit's own files.
+
+    Never fails: a pseudo file name (`<stdin>`, `<string>`, `<ipython-input-1-...>`) is no
+    file of minijit's and is not looked up, and a relative name whose working directory was
+    deleted (a notebook that removed its own folder) counts as the learner's."""
     inside = _package_files.get(filename)
     if inside is None:
-        inside = _package_files[filename] = os.path.abspath(filename).startswith(_PACKAGE_DIR)
+        if filename.startswith("<"):
+            inside = False
+        else:
+            try:  # abspath asks for the working directory when `filename` is relative
+                inside = os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+            except OSError:
+                return False  # not cached: the directory may come back
+        _package_files[filename] = inside
     return inside
 
 
@@ -123,14 +135,19 @@ def short_filename(filename: str) -> str:
     # Notebook cells are compiled from files like /tmp/ipykernel_123/4567.py: say "cell".
     if "ipykernel_" in filename or filename.startswith("<ipython-input"):
         return "<notebook cell>"
+    if filename.startswith("<"):  # <stdin>, <string>: no file to shorten
+        return filename
     # Relative to the working directory, which may change: os.path.relpath costs more than
     # the rest of recording an equation, so each (directory, file) is worked out once.
-    key = (os.getcwd(), filename)
+    try:
+        key = (os.getcwd(), filename)
+    except OSError:  # the working directory was deleted: nothing to be relative to
+        return filename
     short = _short_filenames.get(key)
     if short is None:
         try:
-            rel = os.path.relpath(filename)
-        except ValueError:
+            rel = os.path.relpath(filename, key[0])
+        except ValueError:  # another drive, on Windows
             rel = ".."
         short = _short_filenames[key] = rel if not rel.startswith("..") else filename
     return short
@@ -154,16 +171,12 @@ _short_filenames: dict[tuple[str, str], str] = {}
 # keeps the full traceback, for debugging minijit itself.
 
 
-def _is_internal(filename: str) -> bool:
-    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
-
-
 def filtered_traceback(tb):
     """`tb` without minijit's own frames (None if only those are left; `tb` itself if none
     of them were there)."""
     kept, first, total = [], tb, 0
     while tb is not None:
-        if not _is_internal(tb.tb_frame.f_code.co_filename):
+        if not in_package(tb.tb_frame.f_code.co_filename):
             kept.append(tb)
         tb, total = tb.tb_next, total + 1
     if len(kept) == total:

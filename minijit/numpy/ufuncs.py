@@ -195,16 +195,24 @@ def _zero_like(x):
     return _aval(x).dtype.type(0)
 
 
+def _logical(fn, x, y):
+    """`fn` of the truth values of `x` and `y`, taken after promotion, as JAX takes them: an
+    int that does not fit the other operand's dtype wraps into it first, as in a comparison
+    (`logical_and(int8_array, 2**31)` tests 0, so it is all False; 2**31 + 1 tests 1)."""
+    x, y = _promote(x, y)
+    return fn(*_broadcast(*_promote(_as_bool(x), _as_bool(y))))
+
+
 def logical_and(x, y):
-    return lax.bitwise_and(*_broadcast(*_promote(_as_bool(x), _as_bool(y))))
+    return _logical(lax.bitwise_and, x, y)
 
 
 def logical_or(x, y):
-    return lax.bitwise_or(*_broadcast(*_promote(_as_bool(x), _as_bool(y))))
+    return _logical(lax.bitwise_or, x, y)
 
 
 def logical_xor(x, y):
-    return lax.bitwise_xor(*_broadcast(*_promote(_as_bool(x), _as_bool(y))))
+    return _logical(lax.bitwise_xor, x, y)
 
 
 def logical_not(x):
