@@ -8,9 +8,16 @@ fresh JupyterLab workspace, and its kernels are shut down when it ends.
 Chromium comes from the system (Debian's `chromium` package at /usr/bin/chromium; Playwright's
 own browser download cannot work here). Without it every browser test is skipped with the
 reason, never failed.
+
+Screenshots go to pytest's temporary folder of the test process (`<basetemp>/screenshots`,
+kept for the last three runs), or to `$MINIJIT_SCREENSHOTS` when it is set: never into the
+checkout unless asked.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
@@ -33,8 +40,18 @@ def lab_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def browser(lab_server):
+def screenshot_dir(tmp_path_factory) -> Path:
+    """Where this test process writes screenshots."""
+    if os.environ.get("MINIJIT_SCREENSHOTS"):
+        return Path(os.environ["MINIJIT_SCREENSHOTS"]).resolve()
+    return tmp_path_factory.getbasetemp() / "screenshots"
+
+
+@pytest.fixture(scope="session")
+def browser():
     """One headless Chromium for the whole test process."""
+    if not lab.chromium_available():
+        pytest.skip(lab.chromium_missing_reason())
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="browser tests skipped: the playwright package is missing"
     )

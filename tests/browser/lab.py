@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -30,7 +31,6 @@ from urllib.parse import quote
 import nbformat
 
 REPO = Path(__file__).resolve().parents[2]
-SCREENSHOTS = REPO / "test-reports" / "screenshots"
 
 CHROMIUM = Path(os.environ.get("MINIJIT_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -77,6 +77,14 @@ LAB_SETTINGS = {
 }
 
 
+def write_lab_settings(settings: Path) -> None:
+    """`LAB_SETTINGS` as JupyterLab's user settings in `settings` (its user_settings_dir)."""
+    for plugin, values in LAB_SETTINGS.items():
+        f = settings / f"{plugin}.jupyterlab-settings"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps(values))
+
+
 def chromium_available() -> bool:
     return CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)
 
@@ -89,7 +97,7 @@ def chromium_missing_reason() -> str:
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -187,17 +195,13 @@ class LabServer:
             }
         }
         (config / "jupyter_server_config.json").write_text(json.dumps(server_config))
-        settings = self.base / "user-settings"
-        for plugin, values in LAB_SETTINGS.items():
-            f = settings / f"{plugin}.jupyterlab-settings"
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_text(json.dumps(values))
+        write_lab_settings(self.base / "user-settings")
 
     def start(self) -> LabServer:
         self._write_config()
         last_error = ""
         for _attempt in range(3):  # a free port can be taken between choosing it and binding it
-            self.port = _free_port()
+            self.port = free_port()
             cmd = [
                 sys.executable,
                 "-m",
@@ -339,10 +343,17 @@ class LabNotebook:
             wait_until="domcontentloaded",
             timeout=ms(OPEN_S),
         )
-        arg = self.path
-        deadline = time.monotonic() + seconds(OPEN_S)
-        page.wait_for_function(
-            "p => window.__minijit && window.__minijit.ready(p)", arg=arg, timeout=ms(OPEN_S)
+        return self.wait_open()
+
+    def wait_open(self, timeout_s: float = OPEN_S) -> LabNotebook:
+        """Wait until the notebook is open in the page (opened however: URL, file browser, a
+        link) and its kernel idle. The page needs `JS` (`page.add_init_script`) and a server
+        started with `expose_app_in_browser`."""
+        deadline = time.monotonic() + seconds(timeout_s)
+        self.page.wait_for_function(
+            "p => window.__minijit && window.__minijit.ready(p)",
+            arg=self.path,
+            timeout=ms(timeout_s),
         )
         self.wait_kernel_idle(max(1.0, deadline - time.monotonic()))
         return self
@@ -379,6 +390,28 @@ class LabNotebook:
 
     def cell(self, index: int) -> dict:
         return self.page.evaluate("([p, i]) => window.__minijit.cell(p, i)", [self.path, index])
+
+    def run_with_shift_enter(self, index: int) -> dict:
+        """Select cell `index` by clicking its prompt, press Shift-Enter, wait for the result."""
+        page = self.page
+        before = self.cell(index)["executionCount"]
+        self.activate_cell(index)
+        page.locator(f'[data-minijit-cell="{index}"] .jp-InputPrompt').first.click()
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_function(
+            "([p, i, b]) => { const c = window.__minijit.cell(p, i);"
+            " return c.executionCount !== null && c.executionCount !== b"
+            " && window.__minijit.kernelStatus(p) === 'idle'; }",
+            arg=[self.path, index, before],
+            timeout=ms(RUN_ALL_S),
+            polling=100,
+        )
+        self.wait_settled()
+        return self.cell(index)
+
+    def feedback(self, index: int) -> dict:
+        """The rendered feedback of a check(...) cell: text, table rows, error outputs."""
+        return self.page.evaluate("([p, i]) => window.__minijit.feedback(p, i)", [self.path, index])
 
     def wait_settled(self, timeout_s: float = SETTLE_S) -> None:
         """Wait until the kernel is idle, images are loaded and the DOM stopped changing."""
@@ -468,7 +501,7 @@ class LabNotebook:
 
     # ----------------------------------------------------------------- pictures and cleanup
 
-    def screenshot(self, name: str, directory: Path = SCREENSHOTS) -> Path:
+    def screenshot(self, name: str, directory: Path) -> Path:
         """A PNG of the whole notebook: the viewport grows to the notebook's height first."""
         directory.mkdir(parents=True, exist_ok=True)
         out = directory / f"{name}.png"
@@ -537,10 +570,11 @@ class Checked:
     def summary(self) -> str:
         t = ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items())
         r = self.report
+        shot = f"; screenshot {self.screenshot}" if self.screenshot else ""
         return (
             f"{self.path}: {len(r.cells)} cells, {r.widget_views} widget views, "
             f"{len(r.controls)} controls, {len(r.images)} images; "
-            f"interaction: {self.interaction or 'none'}; {t}"
+            f"interaction: {self.interaction or 'none'}; {t}{shot}"
         )
 
     def failure_message(self) -> str:
@@ -560,7 +594,7 @@ def check_notebook(
     server: LabServer,
     path: str,
     screenshot_name: str | None = None,
-    screenshot_dir: Path = SCREENSHOTS,
+    screenshot_dir: Path | None = None,
 ) -> Checked:
     """Open `path` in JupyterLab, run all cells, move a control, and list what is broken.
 
@@ -601,7 +635,7 @@ def check_notebook(
         if p not in problems:
             problems.append(p)
     shot = None
-    if screenshot_name:
+    if screenshot_name and screenshot_dir is not None:
         t = time.monotonic()
         shot = nb.screenshot(screenshot_name, screenshot_dir)
         timings["screenshot"] = time.monotonic() - t
@@ -611,3 +645,47 @@ def check_notebook(
 
 # The controls moved to see an output change, in the order they are tried.
 MOVABLE = ("widget-slider", "widget-dropdown", "widget-button", "widget-toggle-button")
+
+
+# ----------------------------------------------------------------- exercise notebooks
+
+HEADER_RE = re.compile(r"^\s*#\s*EXERCISE\s+(ex\d\d_[a-z0-9_]+)\b")
+CHECK_RE = re.compile(r"""^check\(\s*(["'])(?P<id>[A-Za-z0-9_]+)\1\s*\)\s*;?$""")
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+
+
+@dataclass
+class Exercise:
+    notebook: Path
+    exercise_id: str
+    exercise_cell: int
+    check_cell: int
+    answer: str | None  # the learner's answer, from the solution notebook (None: none found)
+
+
+def _answer(solutions: Path, name: str, exercise_id: str) -> str | None:
+    path = solutions / name
+    if not path.is_file():
+        return None
+    for cell in nbformat.read(path, as_version=4).cells:
+        m = HEADER_RE.match(cell.source.lstrip("\n").split("\n", 1)[0])
+        if cell.cell_type == "code" and m and m.group(1) == exercise_id:
+            return "\n".join(
+                line for line in cell.source.split("\n") if line.strip() not in MARKERS
+            )
+    return None
+
+
+def find_exercise(exercises: Path, solutions: Path, pattern: str = "*.ipynb") -> Exercise | None:
+    """The first exercise (in file order, among the notebooks `pattern` matches) whose next
+    code cell is its check(...) call."""
+    for path in sorted(exercises.glob(pattern)):
+        cells = nbformat.read(path, as_version=4).cells
+        code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
+        for before, after in zip(code, code[1:]):
+            m = CHECK_RE.match(cells[after].source.strip())
+            header = HEADER_RE.match(cells[before].source.lstrip("\n").split("\n", 1)[0])
+            if m and header and header.group(1) == m["id"]:
+                answer = _answer(solutions, path.name, m["id"])
+                return Exercise(path, m["id"], before, after, answer)
+    return None

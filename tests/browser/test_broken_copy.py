@@ -13,15 +13,18 @@ from . import lab, notebooks
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
-SHOTS = lab.SCREENSHOTS / "selftest"
+
+@pytest.fixture
+def shots(screenshot_dir):
+    return screenshot_dir / "selftest"
 
 
-def _check(page, server, name: str, kernel: str | None = None) -> lab.Checked:
+def _check(page, server, shots, name: str, kernel: str | None = None) -> lab.Checked:
     nb = getattr(notebooks, name)()
     if kernel:
         nb.metadata["kernelspec"] = {"name": kernel, "display_name": kernel, "language": "python"}
     rel = server.add_notebook(nb, f"selftest/{name}.ipynb")
-    return lab.check_notebook(page, server, rel, screenshot_name=name, screenshot_dir=SHOTS)
+    return lab.check_notebook(page, server, rel, screenshot_name=name, screenshot_dir=shots)
 
 
 def _problems(checked: lab.Checked) -> str:
@@ -29,8 +32,8 @@ def _problems(checked: lab.Checked) -> str:
 
 
 @pytest.mark.timeout(lab.seconds(300))
-def test_healthy_notebook_passes(page, lab_server, record_property):
-    checked = _check(page, lab_server, "healthy")
+def test_healthy_notebook_passes(page, lab_server, shots, record_property):
+    checked = _check(page, lab_server, shots, "healthy")
     record_property("browser_summary", checked.summary())
     assert not checked.problems, checked.failure_message()
     # The expected error (tagged raises-exception) was seen, and exempted, not missed.
@@ -44,8 +47,8 @@ def test_healthy_notebook_passes(page, lab_server, record_property):
 
 
 @pytest.mark.timeout(lab.seconds(300))
-def test_exception_in_interact_callback_is_reported(page, lab_server):
-    checked = _check(page, lab_server, "interact_raises")
+def test_exception_in_interact_callback_is_reported(page, lab_server, shots):
+    checked = _check(page, lab_server, shots, "interact_raises")
     # Before the slider moved, nothing was wrong: an nbclient run of this notebook passes.
     assert checked.interaction is not None, _problems(checked)
     assert any(
@@ -54,8 +57,8 @@ def test_exception_in_interact_callback_is_reported(page, lab_server):
 
 
 @pytest.mark.timeout(lab.seconds(300))
-def test_error_cell_is_reported(page, lab_server):
-    checked = _check(page, lab_server, "error_cell")
+def test_error_cell_is_reported(page, lab_server, shots):
+    checked = _check(page, lab_server, shots, "error_cell")
     assert any(
         "error in cell output" in p and "RuntimeError: deliberately broken cell" in p
         for p in checked.problems
@@ -63,19 +66,19 @@ def test_error_cell_is_reported(page, lab_server):
 
 
 @pytest.mark.timeout(lab.seconds(300))
-def test_widget_that_fails_to_render_is_reported(page, lab_server):
-    checked = _check(page, lab_server, "widget_fails_to_render")
+def test_widget_that_fails_to_render_is_reported(page, lab_server, shots):
+    checked = _check(page, lab_server, shots, "widget_fails_to_render")
     assert any("widget failed to render" in p for p in checked.problems), _problems(checked)
 
 
 @pytest.mark.timeout(lab.seconds(300))
-def test_slider_that_changes_nothing_is_reported(page, lab_server):
-    checked = _check(page, lab_server, "dead_slider")
+def test_slider_that_changes_nothing_is_reported(page, lab_server, shots):
+    checked = _check(page, lab_server, shots, "dead_slider")
     assert any("changed any output" in p for p in checked.problems), _problems(checked)
 
 
 @pytest.mark.timeout(lab.seconds(300))
-def test_figure_shown_as_text_is_reported(page, lab_server):
+def test_figure_shown_as_text_is_reported(page, lab_server, shots):
     kernel = lab_server.add_kernelspec("agg-backend", {"MPLBACKEND": "Agg"})
-    checked = _check(page, lab_server, "figure_as_text", kernel=kernel)
+    checked = _check(page, lab_server, shots, "figure_as_text", kernel=kernel)
     assert any("matplotlib figure shows as text" in p for p in checked.problems), _problems(checked)

@@ -3,7 +3,7 @@
 Learners meet the course in JupyterLab, and two things only a browser sees: an exception in
 an `interact` callback lands in the widget's Output (not in the cell outputs nbclient reads),
 and a widget can fail to render. A screenshot of each chapter goes to
-test-reports/screenshots/<chapter>.png.
+<screenshots>/<chapter>.png (see README.md: pytest's temporary folder, or $MINIJIT_SCREENSHOTS).
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ def _params():
 
 @pytest.mark.timeout(lab.seconds(lab.RUN_ALL_S + 300))
 @pytest.mark.parametrize("chapter", _params())
-def test_chapter_runs_in_jupyterlab(chapter, page, lab_server, record_property):
+def test_chapter_runs_in_jupyterlab(chapter, page, lab_server, screenshot_dir, record_property):
     rel = f"chapters/{chapter.name}"
-    checked = lab.check_notebook(page, lab_server, rel, screenshot_name=chapter.stem)
+    checked = lab.check_notebook(
+        page, lab_server, rel, screenshot_name=chapter.stem, screenshot_dir=screenshot_dir
+    )
     record_property("browser_summary", checked.summary())
     assert not checked.problems, checked.failure_message()
