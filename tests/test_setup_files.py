@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -194,7 +196,7 @@ def test_course_py_help_runs_on_bare_python_and_lists_the_commands():
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr
-    for command in ("lab", "test", "setup"):
+    for command in ("lab", "test", "setup", "grade"):
         assert re.search(rf"^\s+{command}\s", result.stdout, flags=re.M), result.stdout
 
 
@@ -256,8 +258,9 @@ def test_missing_bubblewrap_is_installed_as_root(monkeypatch, capsys, tmp_path):
     course = import_course()
     monkeypatch.setattr(course, "BWRAP", tmp_path / "no-bwrap")
     monkeypatch.setattr(course, "running_as_root", lambda: True)
-    monkeypatch.setattr(course.shutil, "which",
-                        lambda name: None if name == "bwrap" else "/usr/bin/" + name)
+    monkeypatch.setattr(
+        course.shutil, "which", lambda name: None if name == "bwrap" else "/usr/bin/" + name
+    )
     commands = []
     monkeypatch.setattr(course, "run", lambda cmd, **kwargs: commands.append(cmd) or 0)
     course.ensure_bubblewrap()  # apt-get "works" but installs nothing: a warning
@@ -277,9 +280,223 @@ def test_without_root_sandbox_tests_are_skipped_with_a_hint(monkeypatch, capsys,
     assert "SKIPPED" in out and "apt-get install" in out and "bubblewrap" in out
 
 
-def test_readme_library_example_runs(capsys):
-    section = README.read_text().split("## Using minijit as a library", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
-    exec(compile(code, "README.md", "exec"), {})
+# --- course.py: what each command installs, and the stamp --------------------------------------
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """course.py with its stamp in tmp_path, a working .venv, and pip recorded, not run."""
+    module = import_course()
+    monkeypatch.setattr(module, "STAMP", tmp_path / "minijit-install.sha256")
+    monkeypatch.setattr(module, "venv_works", lambda: True)
+    monkeypatch.setattr(module, "environment_intact", lambda extras: True)
+    module.pip_installs = []
+
+    def fake_run(cmd, **kwargs):
+        cmd = [str(part) for part in cmd]
+        assert cmd[1:4] == ["-m", "pip", "install"], cmd
+        module.pip_installs.append(cmd[-1])
+        return 0
+
+    monkeypatch.setattr(module, "run", fake_run)
+    return module
+
+
+def test_lab_installs_the_course_and_the_grader_only(course):
+    course.setup(course.COURSE_EXTRAS)
+    assert course.pip_installs == [".[course,grading]"]
+    assert course.read_stamp() == (course.pyproject_hash(), {"course", "grading"})
+
+
+def test_test_after_lab_installs_the_rest(course):
+    course.setup(course.COURSE_EXTRAS)
+    course.setup(course.TEST_EXTRAS)
+    assert course.pip_installs == [".[course,grading]", ".[test]"]
+    assert course.read_stamp()[1] == {"test"}
+
+
+def test_lab_after_test_installs_nothing(course):
+    course.setup(course.TEST_EXTRAS)
+    course.setup(course.COURSE_EXTRAS)
+    course.setup(course.COURSE_EXTRAS)
+    assert course.pip_installs == [".[test]"]
+
+
+def test_a_changed_pyproject_reinstalls_everything_installed_before(course):
+    course.write_stamp(["test"])
+    data = json.loads(course.STAMP.read_text())
+    course.STAMP.write_text(json.dumps(dict(data, pyproject_sha256="0" * 64)))
+    course.setup(course.COURSE_EXTRAS)
+    assert course.pip_installs == [".[test]"]
+
+
+def test_an_environment_that_lost_a_package_is_reinstalled(course, monkeypatch):
+    course.setup(course.COURSE_EXTRAS)
+    monkeypatch.setattr(course, "environment_intact", lambda extras: False)
+    course.setup(course.COURSE_EXTRAS)
+    assert course.pip_installs == [".[course,grading]", ".[course,grading]"]
+
+
+def test_a_stamp_of_one_bare_hash_stands_for_the_test_extra(course):
+    # course.py once installed `.[test]` for every command and stamped the bare sha256.
+    course.STAMP.write_text(course.pyproject_hash() + "\n")
+    course.setup(course.COURSE_EXTRAS)
+    course.setup(course.TEST_EXTRAS)
+    assert course.pip_installs == []
+
+
+def test_course_py_knows_the_extras_of_pyproject():
+    course = import_course()
+    extras = load_pyproject()["project"]["optional-dependencies"]
+    assert set(course.EXTRA_MODULES) - {""} == set(extras)
+    assert {*course.COURSE_EXTRAS, *course.TEST_EXTRAS} <= set(extras)
+    for extra, lines in extras.items():
+        named = [re.match(r"minijit\[(.*)\]", line) for line in lines]
+        included = {e.strip() for m in named if m for e in m.group(1).split(",")}
+        assert included == set(course.EXTRAS_INCLUDED.get(extra, ())), extra
+
+
+def test_each_extra_brings_the_modules_course_py_checks_for():
+    from importlib.metadata import packages_distributions
+
+    course = import_course()
+    project = load_pyproject()["project"]
+    requirements = {"": project["dependencies"], **project["optional-dependencies"]}
+    dists = packages_distributions()
+    for extra, modules in course.EXTRA_MODULES.items():
+        names = {split_requirement(line)[0] for line in requirements[extra]}
+        for module in modules:
+            if module not in dists:
+                continue  # not installed here (e.g. a run without the test extra)
+            provided = {normalize_name(d) for d in dists[module]}
+            assert provided & names, f"{module} ({provided}) is not in the {extra!r} extra"
+
+
+# --- course.py lab ------------------------------------------------------------------------------
+
+
+def test_lab_serves_the_repository_root_and_opens_the_first_chapter():
+    course = import_course()
+    cmd = [str(part) for part in course.lab_command(["--no-browser", "--port", "8899"])]
+    assert cmd[1:3] == ["-m", "jupyterlab"]
+    assert f"--ServerApp.root_dir={ROOT}" in cmd
+    assert "chapters/00_welcome.ipynb" in cmd and (ROOT / "chapters/00_welcome.ipynb").exists()
+    assert cmd[-3:] == ["--no-browser", "--port", "8899"]
+
+
+def test_the_course_url_opens_the_first_chapter_with_the_token():
+    course = import_course()
+    info = {"url": "http://localhost:8888/", "token": "abc"}
+    assert course.course_url(info) == (
+        "http://localhost:8888/lab/tree/chapters/00_welcome.ipynb?token=abc"
+    )
+    info = {"url": "http://127.0.0.1:9000/base/", "token": ""}
+    assert (
+        course.course_url(info) == "http://127.0.0.1:9000/base/lab/tree/chapters/00_welcome.ipynb"
+    )
+
+
+class FakeServer:
+    def __init__(self, pid: int, exit_status: int | None = None):
+        self.pid, self.exit_status = pid, exit_status
+
+    def poll(self):
+        return self.exit_status
+
+
+def test_lab_reads_the_address_from_the_servers_runtime_file(tmp_path, monkeypatch, capsys):
+    course = import_course()
+    monkeypatch.setattr(course, "answers", lambda url: "token=abc" in url)
+    info = {"url": "http://localhost:8891/", "token": "abc", "pid": 4242, "secure": False}
+    (tmp_path / "jpserver-4242.json").write_text(json.dumps(info))
+    url = course.wait_for_lab(FakeServer(4242), tmp_path, timeout_s=5)
+    assert url == "http://localhost:8891/lab/tree/chapters/00_welcome.ipynb?token=abc"
+    course.announce_lab(url)
     out = capsys.readouterr().out
-    assert "{ lambda ; a:f64[1000]. let" in out and "sin a" in out
+    assert f"    {url}\n" in out and "Ctrl-C" in out and "ssh -L 8891:localhost:8891" in out
+
+
+def test_lab_gives_up_on_the_address_when_jupyterlab_exits(tmp_path, capsys):
+    course = import_course()
+    assert course.wait_for_lab(FakeServer(4242, exit_status=1), tmp_path, timeout_s=5) is None
+    course.announce_lab(None)
+    assert "Could not read JupyterLab's address" in capsys.readouterr().out
+
+
+# --- course.py grade ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def grading(monkeypatch, tmp_path):
+    """course.py with set-up skipped and commands recorded; no bubblewrap, not root."""
+    course = import_course()
+    monkeypatch.setattr(course, "setup", lambda extras: None)
+    monkeypatch.setattr(course, "BWRAP", tmp_path / "no-bwrap")
+    monkeypatch.setattr(course.shutil, "which", lambda name: None)
+    monkeypatch.setattr(course, "running_as_root", lambda: False)
+    course.commands = []
+
+    def fake_run(cmd, **kwargs):
+        course.commands.append(([str(part) for part in cmd], kwargs.get("cwd")))
+        return 0
+
+    monkeypatch.setattr(course, "run", fake_run)
+    return course
+
+
+def test_grade_without_bubblewrap_and_root_stops_and_says_how_to_install_it(grading, capsys):
+    assert grading.cmd_grade(["submissions/"]) == 1
+    out = capsys.readouterr().out
+    assert "bubblewrap" in out and "not root" in out and "apt-get install" in out
+    assert "--no-sandbox" in out
+    assert grading.commands == []
+
+
+def test_grade_installs_bubblewrap_as_root_then_grades_from_the_current_folder(
+    grading, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(grading, "running_as_root", lambda: True)
+    monkeypatch.setattr(grading.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.chdir(tmp_path)
+
+    def fake_run(cmd, **kwargs):
+        cmd = [str(part) for part in cmd]
+        grading.commands.append((cmd, kwargs.get("cwd")))
+        if cmd[:2] == ["apt-get", "install"]:
+            grading.BWRAP.write_text("")  # "installed"
+        return 0
+
+    monkeypatch.setattr(grading, "run", fake_run)
+    monkeypatch.setattr(grading, "bubblewrap_found", lambda: grading.BWRAP.exists())
+    assert grading.cmd_grade(["subs/", "--out", "book.csv"]) == 0
+    (update, _), (install, _), (grade, cwd) = grading.commands
+    assert update == ["apt-get", "update"] and "bubblewrap" in install
+    assert grade[1:] == ["-m", "minijit.grading", "grade", "subs/", "--out", "book.csv"]
+    assert Path(cwd) == tmp_path
+
+
+def test_grade_with_no_sandbox_needs_no_bubblewrap(grading):
+    assert grading.cmd_grade(["subs/", "--no-sandbox"]) == 0
+    ((grade, _cwd),) = grading.commands
+    assert grade[-4:] == ["minijit.grading", "grade", "subs/", "--no-sandbox"]
+
+
+def test_the_graders_default_outputs_are_ignored_by_git():
+    result = subprocess.run(
+        [sys.executable, "-m", "minijit.grading", "grade", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    help_text = " ".join(result.stdout.split())
+    out = re.search(r"--out OUT CSV path \(default: (\S+)\)", help_text).group(1)
+    feedback = re.search(r"--feedback-dir FEEDBACK_DIR .*?\(default: (\S+)\)", help_text)
+    paths = [out, f".{out}.x1y2.tmp", f"{feedback.group(1)}/student.md"]
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    check = subprocess.run(
+        ["git", "check-ignore", *paths], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert check.stdout.split() == paths, f"not ignored: {set(paths) - set(check.stdout.split())}"
