@@ -30,7 +30,10 @@ installs it with apt-get; otherwise those tests are skipped, saying why.
 folder (`python3 course.py grade submissions/ --out gradebook.csv`). The grader runs every
 notebook in a bubblewrap sandbox: `grade` installs bubblewrap with apt-get when it is missing
 and we are root, and otherwise stops, saying how to install it (with `--no-sandbox` it skips
-all this; the README says what that gives up).
+all this; the README says what that gives up). A command of its own rather than a `setup`
+option: the instructor needs one command, not a set-up step to remember before another, the
+check happens when grading needs it, and the grader runs with .venv's Python without
+activating it. Learners never meet apt-get.
 
 This file uses only the standard library, so it runs with a bare Python >= 3.10 before any
 dependency exists. It relies on nothing outside the repository but python3, pip and apt.
@@ -42,6 +45,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -103,7 +107,7 @@ def say(message: str) -> None:
 
 def run(cmd: list, cwd: Path = ROOT, **kwargs) -> int:
     """Run `cmd` (from the repository root unless told), echoing it first; return its status."""
-    say("$ " + " ".join(str(part) for part in cmd))
+    say("$ " + shlex.join(str(part) for part in cmd))
     return subprocess.call([str(part) for part in cmd], cwd=cwd, **kwargs)
 
 
@@ -486,7 +490,7 @@ def cmd_lab(extra_args: list[str]) -> int:
     # Leave Ctrl-C to Jupyter, which asks to confirm and then shuts its kernels down cleanly.
     # (A Python-level handler, unlike SIG_IGN, is not inherited by the child process.)
     signal.signal(signal.SIGINT, lambda *_: None)
-    say("$ " + " ".join(str(part) for part in cmd))
+    say("$ " + shlex.join(str(part) for part in cmd))
     proc = subprocess.Popen([str(part) for part in cmd], cwd=ROOT)
     # `kill` of this process stops JupyterLab the same way, kernels included.
     signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))

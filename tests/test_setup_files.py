@@ -58,12 +58,14 @@ def load_pyproject() -> dict:
     return tomllib.loads(PYPROJECT.read_text())
 
 
-def pyproject_requirements() -> dict[str, str]:
-    """Every third-party requirement in pyproject.toml (all extras), as {name: spec}."""
+def pyproject_requirements(extras: tuple[str, ...] | None = None) -> dict[str, str]:
+    """The third-party requirements of pyproject.toml, as {name: spec}: the dependencies and
+    those of `extras` (None: all extras)."""
     project = load_pyproject()["project"]
     lines = list(project["dependencies"])
-    for extra in project["optional-dependencies"].values():
-        lines += extra
+    for name, extra in project["optional-dependencies"].items():
+        if extras is None or name in extras:
+            lines += extra
     requirements: dict[str, str] = {}
     for line in lines:
         name, spec = split_requirement(line)
@@ -150,8 +152,13 @@ def test_ci_run_is_executable():
 # --- environment.yml vs pyproject.toml ---------------------------------------------------------
 
 
-def test_environment_yml_has_every_requirement_with_the_same_range():
-    assert environment_requirements() == pyproject_requirements()
+def test_environment_yml_has_what_course_py_lab_installs_with_the_same_ranges():
+    extras = import_course().COURSE_EXTRAS
+    assert environment_requirements() == pyproject_requirements(extras)
+
+
+def test_every_requirement_has_one_range_across_extras():
+    pyproject_requirements()  # asserts it while merging
 
 
 def test_environment_yml_installs_minijit_itself_with_a_supported_python():
