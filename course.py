@@ -494,7 +494,9 @@ def cmd_lab(extra_args: list[str]) -> int:
     proc = subprocess.Popen([str(part) for part in cmd], cwd=ROOT)
     # `kill` of this process stops JupyterLab the same way, kernels included.
     signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
-    announce_lab(wait_for_lab(proc, runtime_dir))
+    url = wait_for_lab(proc, runtime_dir)
+    if proc.poll() is None:  # not when it failed to start, or was stopped meanwhile
+        announce_lab(url)
     return proc.wait()
 
 
