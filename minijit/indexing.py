@@ -1,15 +1,59 @@
-"""`x[idx]` and `x.at[idx].set(v)` in terms of slicing primitives (chapter 04).
+"""`x[idx]` and `x.at[idx].set(v)` in terms of slicing primitives (chapter 04), and the rules
+of dynamic indices, stated here once for all of minijit.
 
 Eager arrays and tracers index the same way, here (`array_methods.py` attaches `getitem` and
 `at` to both). Supported index components: Python ints (and 0-d integer arrays, which are
 ints), slices with static bounds (any step), `None`, `...`, and traced integer scalars. A
-traced index becomes a `dynamic_slice`. As in JAX, negative indices count from the end, an
-out-of-bounds read clamps into bounds (`arange(10)[11]` is 9, static index or traced), and an
-update at an out-of-bounds index is dropped. Updates build a new array with
+traced index becomes a `dynamic_slice`. Updates build a new array with
 `dynamic_update_slice`: `x` itself never changes.
 
 Eagerly, and only eagerly, an index of another kind (a boolean mask, an integer array) is
 NumPy's (`numpy_index`), as JAX allows both outside `jit`.
+
+Dynamic indices: the rules. They are JAX's (0.10.2, with `jax_enable_x64`), and minijit's
+eagerly, under `disable_jit`, and under `jit` on both backends, for static and traced
+indices alike (tests/test_dynamic_index.py checks them all against JAX). `d` is the length
+of the axis.
+
+1. A negative start of `lax.dynamic_slice` or `lax.dynamic_update_slice` counts from the end
+   first (JAX's default `allow_negative_indices=True`): `lax/ops.py` does it in Python for a
+   static start, and for a traced one records what JAX records (for a weakly typed `b`, a
+   Python int argument, `convert_element_type` makes it strong before the `add`),
+       c:bool[] = lt b 0:i64[]
+       d:i64[] = add b 4:i64[]
+       e:i64[] = select_n c b d
+   An unsigned start is never negative and is used as it is: a uint64 2**64-1 is a start far
+   past the end, not -1.
+2. Then the primitive clamps each start so that the window fits, `min(max(start, 0), d -
+   size)` (its impl rule in `interpret.py`, its Numba rule in `codegen/array_rules.py`, which
+   compares an unsigned start as unsigned). On `arange(4.)` with size 2: start -1 gives
+   `[2., 3.]` (-1 counts to 3, clamped to 2), -9 gives `[0., 1.]` (-5, clamped to 0), 9 and
+   `np.uint8(255)` give `[2., 3.]`; `dynamic_update_slice(zeros(4), ones(1), (-1,))` writes
+   the last element.
+3. `x[i]` reads the window of size 1 at `i` by rules 1 and 2: a negative index counts from
+   the end, one out of bounds is clamped. `arange(4.)[i]` is 0. for i = -9, 3. for i = -1,
+   9 and `np.uint64(2**64 - 1)`; a static index reads the same (statically sliced, `_parse`).
+4. `x.at[i].set(v)` (and `add`, `multiply`, `min`, `max`, `divide`, `power`) drops an update
+   whose index is out of bounds, as JAX's scatter does (mode FILL_OR_DROP): `-d <= i < d`
+   writes (a negative i counting from the end), anything else returns `x` unchanged, so
+   `x.at[-9].set(9.)`, `x.at[4].set(9.)` and `x.at[np.uint64(2**64 - 1)].set(9.)` change
+   nothing and `x.at[-1].set(9.)` writes the last element. The keywords of `IndexUpdateRef`
+   change this: `mode="clip"` clamps the index into bounds, `get(mode="fill")` reads a fill
+   value out of bounds, `wrap_negative_indices=False` makes a negative index out of bounds.
+5. A slice needs static bounds: `x[i:i + 2]` with a traced `i` is an IndexError, as in JAX;
+   the window it means is `lax.dynamic_slice(x, (i,), (2,))`.
+
+Where minijit keeps these rules and JAX 0.10.2 does not (artefacts of its lowering):
+- JAX's scatter converts the index of `x.at[i]` updates to int32 first, so an index past the
+  int32 range wraps: `x.at[np.uint64(2**63)].set(9.)` writes element 0 and
+  `x.at[2**32 + 1].set(9.)` element 1 (with `mode="clip"` too). minijit drops both (rule 4),
+  and with `mode="clip"` writes the last element.
+- Under `jax.jit`, XLA folds a `dynamic_slice` at a constant unsigned start >= 2**(bits - 1)
+  as if it were negative: `dynamic_slice(arange(4.), (np.uint8(255),), (2,))` is `[0., 1.]`
+  jitted, `[2., 3.]` eagerly or with the start traced. minijit gives `[2., 3.]` everywhere.
+- A traced signed index whose dtype cannot hold `d` (an int8 into 200 elements): JAX adds
+  `d` in that dtype, which wraps, so jitted `y[np.int8(-1)]` reads element 0 (eagerly, 199).
+  minijit counts in int64 and reads element 199 everywhere.
 """
 
 from __future__ import annotations
@@ -23,6 +67,7 @@ from minijit import dtypes, errors, lax
 from minijit import numpy as mnp
 from minijit.core import Tracer
 from minijit.errors import api_boundary
+from minijit.lax.ops import _dynamic_slice_indices
 
 _UNSUPPORTED = (
     "minijit supports indexing with ints, slices, None, ... and traced integer scalars; got {}."
@@ -54,7 +99,12 @@ def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]
     # A concrete 0-d integer array (`np.array(1)`, `mnp.array(1)`) is an int, as in NumPy and
     # JAX, under jit and eagerly alike; operator.index below reads its value.
     index = tuple(i.item() if _is_int_scalar_array(i) else i for i in index)
-    for i in index:
+    for pos, i in enumerate(index):
+        if isinstance(i, slice) and any(isinstance(b, Tracer) for b in (i.start, i.stop, i.step)):
+            raise IndexError(  # JAX's error, and the fix
+                f"Slice entries must be static integers. Got {i} at position {pos}. A window "
+                "of static size at a traced start is lax.dynamic_slice(x, (i,), (size,)) "
+                "(lax.dynamic_update_slice to write one).")
         if isinstance(i, Tracer) and i.dtype == np.bool_:  # JAX's error, and the fix
             raise errors.NonConcreteBooleanIndexError(
                 f"Array boolean indices must be concrete; got {i.aval.str_short()}: the "
@@ -111,18 +161,33 @@ def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]
     return axes, new_axes
 
 
-def _wide_enough(i, d: int):
-    """`i`, widened to int64 if its dtype cannot hold -d..d (uint8, or int8 with d > 127)."""
-
+def _signed_wide_enough(i, d: int):
+    """A traced signed index, widened to int64 if its dtype cannot hold -d..d (int8 with
+    d > 127); an unsigned one as it is (it is never negative)."""
     info = np.iinfo(i.dtype)
-    return mnp.astype(i, np.int64) if info.min > -d or info.max < d else i
+    return mnp.astype(i, np.int64) if i.dtype.kind == "i" and info.max < d else i
 
 
-def _normalize(i, d: int):
-    """A traced index counts from the end when negative, as in NumPy."""
+def _in_bounds(i, d: int, lowest: int):
+    """Whether the traced index `i` is in lowest..d-1 (lowest is -d, or 0 without negative
+    indices), compared in `i`'s own dtype: a uint64 2**64-1 is not -1. True (a Python bool)
+    when the dtype cannot hold a value out of bounds."""
+    info, checks = np.iinfo(i.dtype), []
+    if info.min < lowest:
+        checks.append(mnp.greater_equal(i, lowest))
+    if info.max >= d:
+        checks.append(mnp.less(i, d))
+    if not checks:
+        return True
+    return checks[0] if len(checks) == 1 else mnp.logical_and(*checks)
 
-    i = _wide_enough(i, d)
-    return mnp.where(mnp.less(i, 0), mnp.add(i, d), i)
+
+def _clipped(i, d: int):
+    """A traced index counted from the end when negative, then clamped into 0..d-1."""
+    if i.dtype.kind == "u":
+        return mnp.minimum(i, d - 1) if np.iinfo(i.dtype).max >= d else i
+    i = _signed_wide_enough(i, d)
+    return mnp.clip(mnp.where(mnp.less(i, 0), mnp.add(i, d), i), 0, d - 1)
 
 
 def numpy_index(index) -> bool:
@@ -153,10 +218,10 @@ def getitem(x, index):
         strides.append(step)
     if (starts, limits) != ([0] * len(shape), list(shape)) or any(s != 1 for s in strides):
         x = lax.slice(x, starts, limits, None if all(s == 1 for s in strides) else strides)
-    # 2. traced integer indices: one dynamic_slice.
+    # 2. traced integer indices: one dynamic_slice (which counts a negative one from the end).
     if any(a.dynamic for a in axes):
         cur = tuple(x.shape)
-        dyn_starts = [_normalize(a.start, cur[k]) if a.dynamic else 0 for k, a in enumerate(axes)]
+        dyn_starts = [a.start if a.dynamic else 0 for a in axes]
         sizes = [1 if a.dynamic else cur[k] for k, a in enumerate(axes)]
         x = lax.dynamic_slice(x, dyn_starts, sizes)
     # 3. drop integer-indexed axes, then add the `None` axes.
@@ -211,21 +276,26 @@ def index_update(x, index, values, how: str):
     kept = tuple(a.size for a in axes if not a.drop)
     values = mnp.astype(mnp.broadcast_to(mnp.asarray(values), kept), x.dtype)
     update = mnp.reshape(values, window)
-    starts = [_normalize(a.start, d) if a.dynamic else a.start for a, d in zip(axes, shape)]
-    dynamic = [(_wide_enough(a.start, d), d) for a, d in zip(axes, shape) if a.dynamic]
-    current = lax.dynamic_slice(x, starts, window) if how != "set" or dynamic else None
+    # The starts, a negative one counted from the end once, for both the read and the write.
+    starts = _dynamic_slice_indices(x, [a.start for a in axes], True)
+    dynamic = any(a.dynamic for a in axes)
+    current = (lax.dynamic_slice(x, starts, window, allow_negative_indices=False)
+               if how != "set" or dynamic else None)
     if how != "set":
         combine = {"add": mnp.add, "multiply": mnp.multiply, "min": mnp.minimum,
                    "max": mnp.maximum}[how]
         update = mnp.astype(combine(current, update), x.dtype)
     if dynamic:
         # Out-of-bounds updates are dropped: write back what is there instead.
-        ok = None
-        for i, d in dynamic:
-            in_bounds = mnp.logical_and(mnp.greater_equal(i, -d), mnp.less(i, d))
-            ok = in_bounds if ok is None else mnp.logical_and(ok, in_bounds)
-        update = mnp.where(ok, update, current)
-    return lax.dynamic_update_slice(x, update, starts)
+        ok = True
+        for a, d in zip(axes, shape):
+            if a.dynamic:
+                inside = _in_bounds(a.start, d, -d)
+                ok = inside if ok is True else ok if inside is True else mnp.logical_and(
+                    ok, inside)
+        if ok is not True:
+            update = mnp.where(ok, update, current)
+    return lax.dynamic_update_slice(x, update, starts, allow_negative_indices=False)
 
 
 # --------------------------------------------------------------------------- x.at[...]
@@ -248,7 +318,8 @@ class IndexUpdateHelper:
 
 class IndexUpdateRef:
     """`x.at[idx]`: `get`, and the updates `set`, `add`, `multiply` (`mul`), `divide`,
-    `power`, `min`, `max`. Each method returns a new array; `x` itself never changes.
+    `power`, `min`, `max`. Each method returns a new array; `x` itself never changes. The
+    rules for out-of-bounds, negative and unsigned indices are in the module docstring.
 
     The keywords are JAX's. `mode`: for `get`, reads clamp into bounds (None, "clip",
     "promise_in_bounds") or give `fill_value` out of bounds ("fill"; by default NaN for
@@ -384,13 +455,14 @@ def _bounded(shape, index, mode: str, wrap_negative: bool, want_ok: bool = False
             if i.ndim or not dtypes.is_int(i.dtype):
                 continue
             if want_ok:
-                lo = -d if wrap_negative else 0
-                inside = mnp.logical_and(mnp.greater_equal(i, lo), mnp.less(i, d))
-                ok = inside if ok is True else mnp.logical_and(ok, inside)
-            if not wrap_negative:
+                inside = _in_bounds(i, d, -d if wrap_negative else 0)
+                ok = inside if ok is True else ok if inside is True else mnp.logical_and(
+                    ok, inside)
+            if not wrap_negative and i.dtype.kind == "i":
+                i = _signed_wide_enough(i, d)
                 i = mnp.where(mnp.less(i, 0), negative_to, i)
             if mode == "clip" and d:
-                i = mnp.clip(_normalize(i, d), 0, d - 1)
+                i = _clipped(i, d)
         else:
             i = operator.index(i)
             ok = ok and (-d if wrap_negative else 0) <= i < d

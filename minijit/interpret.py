@@ -372,8 +372,10 @@ impl_rules[P.slice_p] = _slice
 
 
 def _clamped_starts(shape, sizes, indices):
-    """Clamp each start so that the window fits, as XLA (and so JAX) does."""
-    return [int(np.clip(int(i), 0, d - s)) for i, d, s in zip(indices, shape, sizes)]
+    """Clamp each start so that the window fits, as XLA (and so JAX) does; in Python ints, so
+    a uint64 start is never read as a negative int64. (`lax.dynamic_slice` has already
+    counted a negative start from the end: the rule is in `minijit/indexing.py`'s docstring.)"""
+    return [min(max(int(i), 0), d - s) for i, d, s in zip(indices, shape, sizes)]
 
 
 def _dynamic_slice(x, *indices, slice_sizes):

@@ -133,10 +133,16 @@ def _pad(lo, eqn, args, outs):
     lo.line(f"{outs[0]}[{sub}] = {args[0]}")
 
 
-def _clamped(lo, x_shape, sizes, starts) -> list[str]:
+def _clamped(lo, x_shape, sizes, starts, start_vars) -> list[str]:
+    """The starts clamped so the window fits, as the primitive's impl rule (interpret.py)
+    does. An unsigned start is compared as unsigned: mixed with a signed int, Numba would
+    compare (and slice) in float64."""
     names = []
-    for k, (s, d, n) in enumerate(zip(starts, x_shape, sizes)):
-        lo.line(f"_s{k} = min(max({s}, 0), {lo.dim(d - n)})")
+    for k, (s, v, d, n) in enumerate(zip(starts, start_vars, x_shape, sizes)):
+        if v.aval.dtype.kind == "u":
+            lo.line(f"_s{k} = np.int64(min({s}, np.uint64({lo.dim(d - n)})))")
+        else:
+            lo.line(f"_s{k} = min(max({s}, 0), {lo.dim(d - n)})")
         names.append(f"_s{k}")
     return names
 
@@ -145,11 +151,11 @@ def _dynamic_slice(lo, eqn, args, outs):
     x, sizes = eqn.invars[0], eqn.params["slice_sizes"]
     shape = shape_of(x)
     if tuple(sizes[1:]) == shape[1:]:  # rows: a C-contiguous view, as for a static slice
-        (start,) = _clamped(lo, shape[:1], sizes[:1], args[1:2])
+        (start,) = _clamped(lo, shape[:1], sizes[:1], args[1:2], eqn.invars[1:2])
         lo.imports.add("from minijit.codegen.layout import c_view")
         lo.line(f"{outs[0]} = c_view({args[0]}[{start}:{start} + {lo.dim(sizes[0])}])")
         return
-    s = _clamped(lo, shape, sizes, args[1:])
+    s = _clamped(lo, shape, sizes, args[1:], eqn.invars[1:])
     sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, sizes))
     lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
 
@@ -164,7 +170,7 @@ def _dynamic_update_slice(lo, eqn, args, outs):
                 rows = f"{lo.dim(a)}:{lo.dim(b)}"
                 lo.line(f"{outs[0]}[{rows}] = {args[0]}[{rows}]")
         return
-    s = _clamped(lo, shape_of(x), shape_of(u), args[2:])
+    s = _clamped(lo, shape_of(x), shape_of(u), args[2:], eqn.invars[2:])
     given = lo.reuse.get(outs[0])  # the operand's own array (plan_buffers), or a dead one
     if given == args[0]:
         lo.line(f"{outs[0]} = {given}  # in place, see plan_buffers")

@@ -292,12 +292,64 @@ def rev(x, dimensions: Sequence[int]):
     return bind(P.rev_p, x, dimensions=tuple(dimensions))
 
 
-def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int]):
-    return bind(P.dynamic_slice_p, x, *start_indices, slice_sizes=tuple(slice_sizes))
+def dynamic_slice(x, start_indices: Sequence, slice_sizes: Sequence[int], *,
+                  allow_negative_indices: bool | Sequence[bool] = True):
+    """The window of `x` of shape `slice_sizes` at `start_indices` (ints or integer scalars,
+    traced or not). A negative start counts from the end, then every start is clamped so the
+    window fits: the rule, with JAX's examples, is in `minijit/indexing.py`'s docstring."""
+    starts = _dynamic_slice_indices(x, start_indices, allow_negative_indices)
+    return bind(P.dynamic_slice_p, x, *starts, slice_sizes=tuple(slice_sizes))
 
 
-def dynamic_update_slice(x, update, start_indices: Sequence):
-    return bind(P.dynamic_update_slice_p, x, update, *start_indices)
+def dynamic_update_slice(x, update, start_indices: Sequence, *,
+                         allow_negative_indices: bool | Sequence[bool] = True):
+    """`x` with `update` written over the window at `start_indices`, whose starts follow
+    `dynamic_slice`'s rule (`minijit/indexing.py`'s docstring)."""
+    starts = _dynamic_slice_indices(x, start_indices, allow_negative_indices)
+    return bind(P.dynamic_update_slice_p, x, update, *starts)
+
+
+def _dynamic_slice_indices(x, start_indices: Sequence, allow_negative) -> list:
+    """The starts of a `dynamic_slice` or `dynamic_update_slice` of `x`, a negative one
+    counted from the end, as JAX's `lax._dynamic_slice_indices` does: an unsigned start as it
+    is; a concrete one (an int, a NumPy or eager 0-d array) in Python, `-1` of 4 is `3`; a
+    traced one with the equations `lt i 0`, `add i d`, `select_n`, so that neither the
+    primitive's impl rule nor its code generation needs to know. Clamping is theirs."""
+    shape = tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+    starts = list(start_indices)
+    if len(starts) != len(shape):
+        return starts  # the primitive's abstract eval says what is wrong
+    if isinstance(allow_negative, (bool, np.bool_)):
+        allow_negative = [bool(allow_negative)] * len(starts)
+    return [_start_index(i, d, allow) for i, d, allow in zip(starts, shape, allow_negative)]
+
+
+def _start_index(i, d: int, allow_negative: bool):
+    if isinstance(i, np.ndarray) and i.ndim == 0:  # a concrete 0-d array is its value
+        i = i[()]
+    if isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+        if isinstance(i, np.unsignedinteger):
+            return i
+        if i < 0 and not allow_negative:
+            raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
+                             "allow_negative_indices=False")
+        k = int(i) + d if i < 0 else int(i)
+        if isinstance(i, np.integer):  # keeps its dtype, unless k does not fit in it
+            return i.dtype.type(k) if k <= np.iinfo(i.dtype).max else np.int64(k)
+        return k
+    dtype = getattr(i, "dtype", None)
+    if dtype is None or not dtypes.is_int(dtype) or getattr(i, "ndim", 0) != 0:
+        return i  # not an integer scalar: the primitive's abstract eval refuses it
+    if np.dtype(dtype).kind == "u" or not allow_negative:
+        return i  # an unsigned start is never negative; XLA clamps a negative one to 0
+    if np.iinfo(dtype).max < d:  # -1 + d would wrap (JAX wraps it): count in int64 instead
+        i = convert_element_type(i, np.int64)
+        dtype = np.dtype(np.int64)
+    negative = lt(i, dtype.type(0))
+    # `i + d` in a strong dtype: a weakly typed `i` (a Python int argument) is converted
+    # first, as JAX's jaxpr shows.
+    strong = convert_element_type(i, dtype) if getattr(i, "weak_type", False) else i
+    return select_n(negative, i, add(strong, dtype.type(d)))
 
 
 def iota(dtype, size: int):
