@@ -84,6 +84,8 @@ _OPERATORS = {
     **{f"__r{n}__": _operator(f, s, swapped=True) for n, (f, s) in _BINARY.items()},
     # `x += y` is `x = x + y`: a new array, the old one untouched (NumPy's would write into it)
     **{f"__i{n}__": _operator(f, s + "=") for n, (f, s) in _BINARY.items()},
+    "__divmod__": _operator(mnp.divmod, "divmod()"),
+    "__rdivmod__": _operator(mnp.divmod, "divmod()", swapped=True),
     **{name: _operator(f, s) for name, (f, s) in _COMPARISONS.items()},
     "__neg__": mnp.negative, "__pos__": mnp.positive, "__abs__": mnp.absolute,
     "__invert__": mnp.invert,
@@ -180,8 +182,45 @@ _MUTATORS = {  # ndarray's in-place methods, which an immutable array does not h
     "itemset": "use x.at[index].set(value)",
 }
 
+
+def _contains(self, value):
+    """`value in x`: whether some element equals `value`. As in JAX, `x` must be 1-D and
+    `value` a scalar (NumPy's rules for other shapes are surprising); traced, `in` needs a
+    concrete answer, so it is the TracerBoolConversionError of `if`."""
+    if value is None or isinstance(value, str):
+        raise TypeError(f"Array.__contains__: unsupported operand type {type(value)}.")
+    if self.ndim != 1:
+        raise ValueError("Array.__contains__: search array must be one-dimensional, got "
+                         f"arr.shape={self.shape}.")
+    if np.ndim(value) != 0:
+        raise ValueError(f"Array.__contains__: query value must be a scalar, got "
+                         f"shape {np.shape(value)}")
+    return mnp.any(mnp.equal(self, value))
+
+
+def _round(self, ndigits=None):
+    """Python's `round(x)`: an int64 array (as `round(7.5)` is an int); with `ndigits`,
+    `x.round(ndigits)`."""
+    out = mnp.round(self, ndigits or 0)
+    return out if ndigits is not None else mnp.astype(out, np.int64)
+
+
+def _copy(self, order=None):
+    return mnp.copy(self)  # `order` is NumPy's; an immutable copy has no layout to choose
+
+
+def _no_flat(self):
+    raise NotImplementedError("minijit arrays, like JAX's, do not implement the arr.flat "
+                              "property: consider arr.flatten() instead.")
+
+
 _METHODS = {
     "__getitem__": api_boundary(_getitem),
+    "__contains__": api_boundary(_contains),
+    "__round__": api_boundary(_round),
+    "__copy__": _copy,
+    "__deepcopy__": lambda self, memo: mnp.copy(self),
+    "copy": _copy,
     "__setitem__": _setitem,
     "astype": mnp.astype,
     "reshape": lambda self, *shape, order="C": mnp.reshape(
@@ -193,9 +232,11 @@ _METHODS = {
         and not isinstance(axes[0], int) else axes
     ),
     **{name: _numpy_method(getattr(mnp, name)) for name in (
-        "sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip")},
+        "sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip",
+        "all", "any", "cumsum", "cumprod", "ptp", "round", "trace")},
     "dot": mnp.dot, "squeeze": mnp.squeeze, "ravel": mnp.ravel,
-    "flatten": mnp.ravel,
+    "flatten": mnp.ravel, "conj": mnp.conj, "conjugate": mnp.conjugate,
+    "diagonal": mnp.diagonal, "repeat": mnp.repeat,
     # also what NumPy's own functions call on an argument that is not an ndarray: np.split,
     # np.array_split and np.swapaxes work on a Tracer through it (and x[st:end]), as on JAX's
     "swapaxes": mnp.swapaxes, "nonzero": mnp.nonzero,
@@ -205,6 +246,10 @@ for _cls in (Tracer, Array):
     for _name, _fn in {**_OPERATORS, **_METHODS}.items():
         setattr(_cls, _name, _fn)
     _cls.T = property(lambda self: mnp.transpose(self))
+    _cls.mT = property(lambda self: mnp.matrix_transpose(self))
+    _cls.real = property(lambda self: mnp.real(self))
+    _cls.imag = property(lambda self: mnp.imag(self))
+    _cls.flat = property(_no_flat)
     _cls.at = property(lambda self: indexing.IndexUpdateHelper(self))
 Array.__iter__ = _iter
 Array.block_until_ready = lambda self: self  # computed already (see device.py)

@@ -85,6 +85,14 @@ class JaxprTracer(Tracer):
     def weak_type(self) -> bool:
         return self.aval.weak_type
 
+    @property
+    def itemsize(self) -> int:
+        return self.aval.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.size * self.aval.dtype.itemsize
+
     def __repr__(self) -> str:
         return f"Traced<{self.aval!r}>with<JaxprTrace({self._trace.fun_name})>"
 
@@ -131,6 +139,13 @@ class JaxprTracer(Tracer):
             self, errors.ConcretizationTypeError,
             "Attempted to convert a traced array to a Python float with float()",
             ["keep it an array: use x.astype(mnp.float64) instead of float(x)"],
+        )
+
+    def item(self, *args):
+        raise _concretization_error(
+            self, errors.ConcretizationTypeError,
+            "Attempted to read an element of a traced array as a Python scalar with .item()",
+            ["keep it an array: index it (x[i]) instead of x.item(i)"],
         )
 
     def __complex__(self):

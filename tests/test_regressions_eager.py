@@ -142,3 +142,50 @@ def test_logical_operations_on_floats_and_scalars_as_jax():
 def test_logical_and_stages_what_jax_stages():
     text = str(mj.make_jaxpr(lambda x: mnp.logical_and(x, 2**31))(I8))
     assert "ne a 0:i8[]" in text and "ne 0:i8[] 0:i8[]" in text and "= and b c" in text
+
+
+# --------------------------------------------------------------------------- methods
+
+X = np.array([[0.5, -1.5, 2.5], [0.0, 3.25, np.nan]])
+WRAPS = np.array([100, 100, 100, -128], np.int8)
+NAN = np.nan
+# (method, receiver, arguments, JAX 0.10.2's result)
+METHOD_CASES = [
+    ("all", X, (), np.bool_(False)),
+    ("any", X, (), np.bool_(True)),
+    ("all", X, (1,), np.array([True, False])),  # NaN is true
+    ("any", X, (0,), np.array([True, True, True])),
+    ("copy", X, (), X),
+    ("round", X, (), np.array([[0.0, -2.0, 2.0], [0.0, 3.0, NAN]])),  # halves to even
+    ("round", X, (1,), np.array([[0.5, -1.5, 2.5], [0.0, 3.2, NAN]])),
+    ("cumsum", X, (), np.array([0.5, -1.0, 1.5, 1.5, 4.75, NAN])),
+    ("cumsum", X, (1,), np.array([[0.5, -1.0, 1.5], [0.0, 3.25, NAN]])),
+    ("conj", X, (), X),
+    ("cumsum", WRAPS, (), np.array([100, -56, 44, -84], np.int8)),  # stays int8 and wraps
+    ("all", WRAPS, (), np.bool_(True)),
+    ("round", WRAPS, (), WRAPS),
+    ("conj", WRAPS, (), WRAPS),
+    ("copy", WRAPS, (), WRAPS),
+]
+
+
+@pytest.mark.parametrize("method, x, args, want", METHOD_CASES,
+                         ids=[f"{m}{a}-{x.dtype}" for m, x, a, _ in METHOD_CASES])
+@pytest.mark.parametrize("how", ["eager", *BACKENDS])
+def test_array_and_tracer_methods_as_jax(method, x, args, want, how):
+    def call(a):
+        return getattr(a, method)(*args)
+
+    out = call(mnp.asarray(x)) if how == "eager" else mj.jit(call, backend=how)(x)
+    assert isinstance(out, mj.Array) and out.dtype == want.dtype and not out.weak_type
+    np.testing.assert_array_equal(out, want)
+
+
+def test_all_and_any_are_minijit_numpy_functions():
+    assert mnp.all(2.0) and not mnp.any(np.zeros(0)) and mnp.all(np.zeros((0, 3)))
+    np.testing.assert_array_equal(mnp.any(np.zeros((0, 3)), axis=0), [False] * 3)
+    out = mnp.round(2.5)
+    assert out == 2.0 and out.weak_type  # a Python float stays weak, as in JAX
+    assert mnp.cumsum(True).dtype == np.int64 and mnp.cumsum(True).shape == (1,)
+    text = str(mj.make_jaxpr(lambda a: a.all())(X))
+    assert "convert_element_type[new_dtype=bool" in text and "reduce_min" in text

@@ -19,12 +19,17 @@ This file is the public namespace only; the code lives in modules named as in JA
 - `util.py`: what an argument becomes: `asarray`, `astype`, dtype promotion, broadcasting;
 - `searching.py`: `nonzero`, `flatnonzero`, `argwhere` (and one-argument `where`), whose
   result length is data-dependent unless `size=` is given;
-- `ufuncs.py`: elementwise functions: arithmetic, comparisons, logical, `exp`, `where`, ...;
-- `lax_numpy.py`: shapes (`reshape`, `concatenate`, `stack`, `split`, ...), `arange`, `eye`;
-- `array_creation.py`: `full`, `zeros`, `ones`, `*_like`, `linspace`;
-- `reductions.py`: `sum`, `mean`, `var`, `argmax`, ..., and `dot` and `matmul`;
+- `ufuncs.py`: elementwise functions: arithmetic, comparisons, logical, `exp`, `where`,
+  rounding (`round`, halves to even), `isclose`, ...;
+- `lax_numpy.py`: shapes (`reshape`, `concatenate`, `stack`, `split`, `roll`, `tile`,
+  `diagonal`, `tril`, ...), `arange`, `eye`;
+- `array_creation.py`: `full`, `zeros`, `ones`, `*_like`, `linspace`, `logspace`, windows;
+- `reductions.py`: `sum`, `mean`, `var`, `argmax`, `all`, `any`, the `nan*` reductions,
+  the running ones (`cumsum`, `cumprod`: `lax.associative_scan`), and `dot`, `matmul`,
+  `tensordot` (every contraction a matrix product of reshaped operands);
 - `convolution.py`: `convolve` and `correlate`, a sliding window and one `dot_general`.
-Nothing in them imports this package.
+Nothing in them imports this package. tests/test_jax_names.py lists the `jax.numpy` names
+minijit does not have, grouped with the reason (no complex dtypes, no sort, no gather, ...).
 """
 
 import numpy as np
@@ -38,12 +43,23 @@ from minijit.numpy.searching import *  # noqa: F403 - its __all__: every public 
 from minijit.numpy.ufuncs import *  # noqa: F403 - its __all__: every public function
 from minijit.numpy.util import *  # noqa: F403 - its __all__: every public function
 
-# dtype names, so `mnp.float32` works as in JAX
-bool_ = np.bool_
+# dtype names, so `mnp.float32` works as in JAX (the defaults are 64-bit, as with x64)
+bool_ = bool = np.bool_  # noqa: A001 - JAX's name
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
 float32, float64 = np.float32, np.float64
-pi, e, inf, nan = np.pi, np.e, np.inf, np.nan
+int_, uint, float_, double, single = np.int64, np.uint64, np.float64, np.float64, np.float32
+# NumPy's abstract dtype classes, for `mnp.issubdtype(x.dtype, mnp.floating)`
+generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
+integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
+finfo, iinfo, issubdtype, isdtype, can_cast = (
+    np.finfo, np.iinfo, np.issubdtype, np.isdtype, np.can_cast)
+pi, e, inf, nan, euler_gamma = np.pi, np.e, np.inf, np.nan, np.euler_gamma
 newaxis = None
 ndarray = Array
 dtype = np.dtype
+# NumPy's own helpers, which JAX re-exports too: printing, index expressions, iterability
+get_printoptions, set_printoptions, printoptions = (
+    np.get_printoptions, np.set_printoptions, np.printoptions)
+array_repr, array_str = np.array_repr, np.array_str
+s_, index_exp, iterable = np.s_, np.index_exp, np.iterable

@@ -15,7 +15,18 @@ import numpy as np
 from minijit import dtypes, lax
 from minijit.core import Tracer
 from minijit.numpy._edge import api_edge
-from minijit.numpy.ufuncs import add, equal, floor, multiply, subtract, true_divide, where
+from minijit.numpy.ufuncs import (
+    absolute,
+    add,
+    cos,
+    equal,
+    floor,
+    multiply,
+    power,
+    subtract,
+    true_divide,
+    where,
+)
 from minijit.numpy.util import (
     _aval,
     _concrete_int,
@@ -23,6 +34,7 @@ from minijit.numpy.util import (
     _operand,
     _operand_array,
     _promote,
+    _promoted_type,
     _shape,
     astype,
     broadcast_to,
@@ -72,6 +84,16 @@ def ones_like(x, dtype=None):
     return full_like(x, 1, dtype)
 
 
+def empty(shape, dtype=None):
+    """`zeros`: arrays are immutable, so there is nothing to gain from leaving them unset
+    (JAX does the same)."""
+    return zeros(shape, dtype)
+
+
+def empty_like(prototype, dtype=None):
+    return zeros_like(prototype, dtype)
+
+
 def linspace(start, stop, num=50, endpoint=True, dtype=None):
     num = _concrete_int(num, "linspace", "num")
     div = (num - 1) if endpoint else num
@@ -86,6 +108,46 @@ def linspace(start, stop, num=50, endpoint=True, dtype=None):
         out = floor(out)
     return astype(out, target)
 
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
+    """`base ** linspace(start, stop, num)`: `num` points evenly spaced on a log scale."""
+    start, stop = _operand(start), _operand(stop)
+    target = dtypes.canonicalize(dtype) if dtype else dtypes.float_result(
+        _promoted_type([start, stop])[0])
+    compute = dtypes.float_result(target)
+    lin = linspace(start, stop, num, endpoint=endpoint, dtype=compute)
+    return astype(power(base, lin), target)
+
+
+# Window functions (JAX's `window_functions.py`): the default float, and ones for M <= 1.
+
+
+def _window(M, fn: str, formula):
+    M = _concrete_int(M, fn, "M")
+    if M <= 1:
+        return full((max(M, 0),), 1.0, dtypes.float_)
+    return formula(lax.iota(dtypes.float_, M), M)
+
+
+def bartlett(M):
+    return _window(M, "bartlett", lambda n, M: subtract(
+        1, true_divide(absolute(subtract(add(multiply(2, n), 1), M)), M - 1)))
+
+
+def blackman(M):
+    return _window(M, "blackman", lambda n, M: add(subtract(
+        0.42, multiply(0.5, cos(true_divide(multiply(2 * np.pi, n), M - 1)))),
+        multiply(0.08, cos(true_divide(multiply(4 * np.pi, n), M - 1)))))
+
+
+def hamming(M):
+    return _window(M, "hamming", lambda n, M: subtract(
+        0.54, multiply(0.46, cos(true_divide(multiply(2 * np.pi, n), M - 1)))))
+
+
+def hanning(M):
+    return _window(M, "hanning", lambda n, M: multiply(
+        0.5, subtract(1, cos(true_divide(multiply(2 * np.pi, n), M - 1)))))
 
 
 # Keep last: every public function above becomes a checked API boundary (see _edge).

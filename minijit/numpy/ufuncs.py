@@ -1,5 +1,8 @@
 """Elementwise functions, NumPy's ufuncs: arithmetic, comparisons, bitwise and logical
-operations, unary float functions, and `where`/`clip` (as JAX's `jax/_src/numpy/ufuncs.py`).
+operations, unary float functions, rounding, and `where`/`clip` (as JAX's
+`jax/_src/numpy/ufuncs.py`). Those with no primitive of their own (`round`, `hypot`,
+`logaddexp`, `log2`, ...) are JAX's own formulas on minijit's primitives, so the values agree
+with JAX's to the last bit or nearly.
 
 Each one takes its operands through `util` (`_operand`, `_promote`, `_broadcast`), then calls
 strict `lax` primitives (usually one), so the result's dtype and shape are NumPy's and the
@@ -8,6 +11,8 @@ beyond a comparison's dtype wraps around); the docstrings and comments say where
 """
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -32,6 +37,19 @@ from minijit.numpy.util import (
 
 def _binary(fn, x, y):
     return fn(*_broadcast(*_promote(x, y)))
+
+
+def _float_operands(*xs):
+    """The operands in their common dtype made a float one (`dtypes.float_result`), weak if
+    they all are: JAX's `promote_dtypes_inexact`."""
+    xs = [_operand(x) for x in xs]
+    dtype, weak = _promoted_type(xs)
+    target = dtypes.float_result(dtype)
+    return [_convert(x, target, weak) for x in xs]
+
+
+def _float_binary(fn, x, y):
+    return fn(*_broadcast(*_float_operands(x, y)))
 
 
 def add(x, y):
@@ -89,6 +107,20 @@ def remainder(x, y):
 mod = remainder
 
 
+def divmod(x, y):  # noqa: A001 - NumPy's name
+    """`(x // y, x % y)`, both rounding toward -inf as Python does."""
+    return floor_divide(x, y), remainder(x, y)
+
+
+def fmod(x, y):
+    """C's remainder (`lax.rem`): the sign of the dividend. An integer divisor of 0 counts
+    as 1, as in JAX (so the result is 0)."""
+    x, y = _no_bool(*_promote(x, y))
+    if dtypes.is_int(_aval(x).dtype):
+        y = where(equal(y, 0), 1, y)
+    return lax.rem(*_broadcast(*_promote(x, y)))
+
+
 def power(x, y):
     if isinstance(y, int) and not isinstance(y, bool) and not isinstance(x, _SCALARS):
         x = _operand(x)
@@ -106,12 +138,33 @@ def power(x, y):
     return lax.pow(x, y)
 
 
+def float_power(x, y):
+    """`x ** y` computed in a float dtype (ints become float64 or float32, as JAX's
+    `promote_args_inexact`), so a negative integer power is allowed."""
+    return _float_binary(lax.pow, x, y)
+
+
+pow = power  # noqa: A001 - the array API's name
+
+
 def maximum(x, y):
     return _binary(lax.max, x, y)
 
 
 def minimum(x, y):
     return _binary(lax.min, x, y)
+
+
+def fmax(x, y):
+    """The larger of `x` and `y`, ignoring a NaN (NaN only where both are), as JAX computes
+    it: `x` where `x > y` or `y` is NaN, else `y`."""
+    x, y = _promote(x, y)
+    return where(logical_or(greater(x, y), isnan(y)), x, y)
+
+
+def fmin(x, y):
+    x, y = _promote(x, y)
+    return where(logical_or(less(x, y), isnan(y)), x, y)
 
 
 # Comparisons: a Python int that does not fit the other operand's integer dtype wraps around
@@ -181,6 +234,7 @@ def invert(x):
 
 
 bitwise_not = invert
+bitwise_invert = invert
 
 
 def _as_bool(x):
@@ -291,6 +345,210 @@ def square(x):
     return power(_identity(x), 2)  # power computes bools in int32, as JAX does
 
 
+def _float_constant(x, value: float):
+    """`value` in `x`'s (float) dtype, as a weak scalar when `x` is weak."""
+    aval = _aval(x)
+    return float(value) if aval.weak_type else aval.dtype.type(value)
+
+
+def _in_float(x):
+    (x,) = _float_operands(x)
+    return _operand_array(x)
+
+
+def fabs(x):
+    """`abs` in a float dtype (ints and bools become floats, as in JAX)."""
+    return lax.abs(_in_float(x))
+
+
+def reciprocal(x):
+    """`1 / x` in a float dtype (ints become floats, as in JAX: `integer_pow(x, -1)`)."""
+    return lax.integer_pow(_in_float(x), -1)
+
+
+def log2(x):
+    x = _in_float(x)  # JAX's formula, log(x) / log(2), so that the bits agree
+    return lax.div(lax.log(x), lax.log(_operand_array(_aval(x).dtype.type(2))))
+
+
+def log10(x):
+    x = _in_float(x)  # JAX's formula, log(x) * (1 / log(10)), with a strong constant
+    return lax.mul(lax.log(x), _operand_array(_aval(x).dtype.type(1 / np.log(10))))
+
+
+def exp2(x):
+    x = _in_float(x)  # XLA's: exp(x * log(2))
+    return lax.exp(lax.mul(x, _float_constant(x, np.log(2))))
+
+
+def arctan(x):
+    """The arctangent, as `arctan2(x, 1)` (C's atan2 with a divisor of 1 is atan)."""
+    x = _in_float(x)
+    return lax.atan2(x, _float_constant(x, 1.0))
+
+
+atan = arctan
+atan2 = arctan2  # the array API's name
+
+
+def deg2rad(x):
+    x = _in_float(x)
+    return lax.mul(x, _float_constant(x, np.pi / 180))
+
+
+def rad2deg(x):
+    x = _in_float(x)
+    return lax.mul(x, _float_constant(x, 180 / np.pi))
+
+
+radians = deg2rad
+degrees = rad2deg
+
+
+def sinc(x):
+    """`sin(pi x) / (pi x)`, and 1 at 0."""
+    x = _in_float(x)
+    zero = equal(x, 0)
+    pi_x = lax.mul(_float_constant(x, np.pi), x)
+    safe = where(zero, _float_constant(x, 1.0), pi_x)
+    return where(zero, _float_constant(x, 1.0), lax.div(lax.sin(safe), safe))
+
+
+def hypot(x, y):
+    """`sqrt(x**2 + y**2)` without overflow, JAX's way: the larger side times
+    `sqrt(1 + (smaller / larger)**2)`; inf if either is infinite."""
+    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y)))
+    x, y = lax.abs(x), lax.abs(y)
+    infinite = logical_or(isposinf(x), isposinf(y))
+    big, small = maximum(x, y), minimum(x, y)
+    zero = equal(big, 0)
+    ratio = true_divide(small, where(zero, _float_constant(big, 1.0), big))
+    out = where(zero, big, multiply(big, lax.sqrt(add(_float_constant(big, 1.0),
+                                                      multiply(ratio, ratio)))))
+    return where(infinite, np.inf, out)
+
+
+def logaddexp(x, y):
+    """`log(exp(x) + exp(y))` without overflow: `max + log1p(exp(-|x - y|))` (JAX's)."""
+    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y)))
+    delta = subtract(x, y)
+    tail = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
+    return where(isnan(delta), add(x, y), add(maximum(x, y), tail))
+
+
+def logaddexp2(x, y):
+    """`log2(2**x + 2**y)` without overflow, as `logaddexp` (JAX's formula)."""
+    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y)))
+    delta = subtract(x, y)
+    tail = multiply(_float_constant(x, 1 / np.log(2)), lax.log1p(exp2(lax.neg(lax.abs(delta)))))
+    return where(isnan(delta), add(x, y), add(maximum(x, y), tail))
+
+
+def heaviside(x, h):
+    """0 where `x < 0`, 1 where `x > 0`, `h` where `x == 0` (NaN where `x` is)."""
+    x, h = _float_operands(x, h)
+    x = _operand_array(x)
+    zero, one = _float_constant(x, 0.0), _float_constant(x, 1.0)
+    return where(less(x, zero), zero, where(greater(x, zero), one, where(isnan(x), x, h)))
+
+
+def _round_half_even(x):
+    """`x` rounded to the nearest integer, ties to even (XLA's `round_nearest_even`): for
+    `|x| < 2**52` (2**23 in float32), `(|x| + 2**52) - 2**52` is rounded so by the addition
+    itself, in the default IEEE mode; larger floats, infinities, NaN and zeros (whose sign
+    must stay) are their own rounding."""
+    big = _float_constant(x, 2.0 ** (np.finfo(_aval(x).dtype).nmant))
+    magnitude = lax.abs(x)
+    rounded = lax.sub(lax.add(magnitude, big), big)
+    signed = where(less(x, 0), lax.neg(rounded), rounded)
+    return where(logical_and(less(magnitude, big), greater(magnitude, 0)), signed, x)
+
+
+def round(x, decimals=0):  # noqa: A001 - NumPy's name
+    """`x` rounded to `decimals` decimal places, halves to even as in NumPy and JAX (with
+    JAX's arithmetic for decimals: `round(x * 10**d) / 10**d`). Ints are returned as they
+    are; negative `decimals` for ints are refused, as in JAX."""
+    x = _unary_operand(x)
+    decimals = operator.index(decimals)
+    kind = _aval(x).dtype.kind
+    if kind == "b":
+        raise ValueError("mnp.round needs numbers: bool is not a number type to round "
+                         "(convert with .astype(int) first)")
+    if kind in "iu":
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return _identity(x)
+    x = _identity(x)
+    if decimals > np.log10(np.finfo(_aval(x).dtype).max):
+        return x  # finer than the dtype can say: nothing to round
+    if decimals == 0:
+        return _round_half_even(x)
+    factor = _float_constant(x, 10.0 ** decimals)
+    return lax.div(_round_half_even(lax.mul(x, factor)), factor)
+
+
+around = round
+
+
+def rint(x):
+    """`x` rounded to the nearest integer, halves to even; ints and bools become the
+    default float, as in JAX."""
+    x = _unary_operand(x)
+    if _aval(x).dtype.kind in "biu":
+        return lax.convert_element_type(x, dtypes.float_)
+    return _round_half_even(_identity(x))
+
+
+def trunc(x):
+    """`x` rounded toward 0 (ints and bools are their own)."""
+    x = _unary_operand(x)
+    if _aval(x).dtype.kind in "biu":
+        return _identity(x)
+    x = _identity(x)
+    return where(less(x, 0), lax.ceil(x), lax.floor(x))
+
+
+def modf(x):
+    """`(fractional part, whole part)`, both with `x`'s sign, in a float dtype; as JAX
+    computes it (`x - whole`), an infinite `x` has a NaN fractional part (NumPy's is 0)."""
+    x = _in_float(x)
+    whole = where(greater_equal(x, 0), lax.floor(x), lax.ceil(x))
+    return subtract(x, whole), whole
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):  # noqa: A002 - NumPy's
+    """`x` with NaN replaced by `nan` and infinities by `posinf` / `neginf` (by default the
+    largest and smallest values of the dtype); ints and bools are returned as they are."""
+    x = _operand_array(x)
+    dtype = _aval(x).dtype
+    if not dtypes.is_float(dtype):
+        return x
+    info = np.finfo(dtype)
+    out = where(isnan(x), dtype.type(nan), x)
+    out = where(isposinf(out), dtype.type(info.max if posinf is None else posinf), out)
+    return where(isneginf(out), dtype.type(info.min if neginf is None else neginf), out)
+
+
+def conjugate(x):
+    """`x` itself: minijit's dtypes are real, so the complex conjugate changes nothing."""
+    return _identity(x)
+
+
+conj = conjugate
+
+
+def real(x):
+    """`x` itself: minijit's dtypes are real."""
+    return _identity(x)
+
+
+def imag(x):
+    """Zeros of `x`'s shape and dtype: minijit's dtypes are real."""
+    x = _identity(x)
+    zero = _operand_array(_convert(0, _aval(x).dtype, _aval(x).weak_type))
+    return broadcast_to(zero, _shape(x))
+
+
 def isfinite(x):
     """Neither inf nor NaN. Ints and bools are always finite: the result is then a broadcast
     True, with no equation that reads `x` (as in JAX)."""
@@ -303,6 +561,47 @@ def isfinite(x):
 def isnan(x):
     x = _operand_array(x)
     return not_equal(x, x)
+
+
+def _never(x):
+    """All False, of `x`'s shape (ints and bools are never infinite)."""
+    return broadcast_to(_operand_array(np.bool_(False)), _aval(x).shape)
+
+
+def isinf(x):
+    x = _operand_array(x)
+    if not dtypes.is_float(_aval(x).dtype):
+        return _never(x)
+    return equal(lax.abs(x), _aval(x).dtype.type(np.inf))
+
+
+def isposinf(x):
+    x = _operand_array(x)
+    return equal(x, _aval(x).dtype.type(np.inf)) if dtypes.is_float(_aval(x).dtype) else _never(x)
+
+
+def isneginf(x):
+    x = _operand_array(x)
+    if not dtypes.is_float(_aval(x).dtype):
+        return _never(x)
+    return equal(x, _aval(x).dtype.type(-np.inf))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether `|a - b| <= atol + rtol * |b|` elementwise (equal infinities too; NaNs only
+    with `equal_nan`), in the operands' common dtype, as JAX computes it; ints and bools are
+    compared exactly."""
+    a, b = _promote(a, b)
+    a, b = _operand_array(a), _operand_array(b)
+    dtype = _aval(a).dtype
+    if not dtypes.is_float(dtype):
+        return equal(a, b)
+    rtol, atol = dtype.type(rtol), dtype.type(atol)
+    near = less_equal(lax.abs(subtract(a, b)), add(atol, multiply(rtol, lax.abs(b))))
+    out = logical_or(equal(a, b), logical_and(isfinite(b), near))
+    if equal_nan:
+        out = logical_or(out, logical_and(isnan(a), isnan(b)))
+    return out
 
 
 def clip(x, min=None, max=None, *, a_min=None, a_max=None):  # noqa: A002 - NumPy's names

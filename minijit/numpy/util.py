@@ -153,6 +153,12 @@ def result_type(*xs):
     return _promoted_type([_operand(x) for x in xs])[0]
 
 
+def promote_types(a, b) -> np.dtype:
+    """The dtype two dtypes promote to, on JAX's lattice (`float32` with `int64` is
+    float32; NumPy says float64)."""
+    return dtypes.result_type((dtypes.canonicalize(a), False), (dtypes.canonicalize(b), False))[0]
+
+
 def _shape(x) -> tuple[int, ...]:
     return _aval(x).shape
 
