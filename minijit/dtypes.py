@@ -48,6 +48,12 @@ def canonicalize(dtype) -> np.dtype:
     except TypeError as e:
         raise TypeError(f"{dtype!r} is not a dtype minijit understands") from e
     if dt not in SHORT_NAMES:
+        native = dt.newbyteorder("=")
+        if native in SHORT_NAMES:  # '>i8' on a little-endian machine: say so, as jit does
+            raise TypeError(
+                f"dtype {dt.str} is {native.name} stored in the other byte order (endianness) "
+                f"than this machine's. minijit, like JAX, takes arrays in native byte order "
+                f"only; convert it with x.astype(np.{native.name})")
         names = ", ".join(d.name for d in SUPPORTED)
         raise TypeError(f"minijit does not support dtype {dt.name}; supported dtypes: {names}")
     return dt

@@ -35,7 +35,9 @@ def test_the_suite_covers_what_the_fuzzer_is_for():
               "bool-arithmetic", "sum-of-bools", "int-division", "small-int-with-python-scalar",
               "python-scalar-argument", "result-and-its-view", "expected-error", "0-d", "empty",
               "layout-fortran", "layout-strided", "layout-reversed", "layout-offset",
-              "layout-readonly", "layout-bigendian"}
+              "layout-readonly", "layout-bigendian", "reduce-compose", "dynamic-slice",
+              "dynamic-update-slice", "loop-closed-over-size-1", "fori-typed-index",
+              "weak-carry"}
     assert wanted <= features, sorted(wanted - features)
 
 

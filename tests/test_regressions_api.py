@@ -194,6 +194,18 @@ def test_big_endian_input_is_refused_clearly_cold_and_warm(fast_path, backend, w
     np.testing.assert_array_equal(f(big.astype(np.float64)), [0.0, 2.0, 4.0])  # the fix works
 
 
+@pytest.mark.parametrize("dtype", [">f8", ">i8", ">u4"])
+def test_big_endian_input_is_refused_clearly_eagerly_too(dtype):
+    """Eagerly (and under disable_jit) the refusal named the dtype without its byte order:
+    "minijit does not support dtype int64; supported dtypes: ..., int64, ...". """
+    big = np.arange(3).astype(dtype)
+    for run in (lambda: mnp.sin(big), lambda: mj.disable_jit()(lambda a: mnp.abs(a) * 2)(big)):
+        with pytest.raises(TypeError, match="other byte order") as info:
+            run()
+        assert dtype in str(info.value) and f"astype(np.{big.dtype.newbyteorder('=')})" in str(
+            info.value)
+
+
 def test_big_endian_leaf_in_a_pytree_names_its_path():
     f = mj.jit(lambda p: p["w"] * 2.0)
     with pytest.raises(TypeError, match=r"argument `p\['w'\]`"):

@@ -299,7 +299,8 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             kept_shape = tuple(d for k, d in enumerate(shape) if k not in axes)
             given = out.prealloc.get(acc_name) or out.reuse.get(acc_name)
             if given:
-                out.line(f"{acc_name} = {given}")
+                out.line(f"{acc_name} = {given}  # reused, see plan_buffers"
+                         if acc_name in out.reuse else f"{acc_name} = {given}")
                 out.line(f"{acc_name}[...] = {init}")
             else:
                 out.line(f"{acc_name} = np.full({out.shape(kept_shape)}, {init}, "
