@@ -672,3 +672,22 @@ def test_python_range_on_traced_value_raises_with_the_fix():
     np.testing.assert_array_equal(jf(np.ones(2), 3), [8.0, 8.0])
     np.testing.assert_array_equal(jf(np.ones(2), 5), [32.0, 32.0])
     assert jf.trace_count == 1  # n is traced: one program for every trip count
+
+
+def test_cond_traces_true_fun_first_and_joins_its_consts_first_as_jax_does():
+    """JAX 0.10.2 traces `true_fun` before `false_fun`, and its closed-over values come first
+    among the cond's operands; the printed jaxpr is JAX's, character for character."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+
+    def program(lax_module, seen):
+        def f(p, a, b):
+            return lax_module.cond(p, lambda x: seen.append("true") or x + a,
+                                   lambda x: seen.append("false") or x * b, 1.0)
+        return f
+
+    theirs, ours = [], []
+    want = str(jax.make_jaxpr(program(jax.lax, theirs))(True, 2.0, 3.0))
+    got = str(mj.make_jaxpr(program(lax, ours))(True, 2.0, 3.0))
+    assert theirs == ours == ["true", "false"]
+    assert got == want

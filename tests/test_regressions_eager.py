@@ -74,9 +74,6 @@ def test_jit_and_its_errors_work_after_the_working_directory_is_deleted():
     assert done.stdout.strip().endswith("all ok")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Numba 0.68's own error messages call os.path.relpath (numba.core.ir.Loc._get_path), "
-    "which fails while it compiles; the workaround belongs to minijit/codegen/compile.py"))
 def test_numba_backend_works_after_the_working_directory_is_deleted():
     done = _run_in_deleted_cwd("numba")
     assert done.returncode == 0, done.stderr

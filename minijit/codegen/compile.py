@@ -48,6 +48,7 @@ import numpy as np
 
 from minijit.codegen.lower import CodegenError, Source
 from minijit.config import config
+from minijit.errors import in_package
 from minijit.version import __version__
 
 _memory: dict[str, object] = {}
@@ -55,6 +56,23 @@ stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}  # where each program 
 _lock = threading.RLock()  # guards the two dicts above and the disk cache folder
 _unusable: set[Path] = set()  # folders that failed with an OSError: not tried again
 _warned: set[Path] = set()  # folders already reported with a DiskCacheWarning
+
+
+def _path_even_without_a_cwd(get_path):
+    """Numba writes a source location relative to the working directory (os.path.relpath)
+    while it compiles; with that directory deleted (a notebook that removed its own folder),
+    every compile failed. The location is then written as it is."""
+    def _get_path(self):
+        try:
+            return get_path(self)
+        except OSError:
+            return self.filename
+
+    return _get_path
+
+
+if hasattr(numba.core.ir.Loc, "_get_path"):
+    numba.core.ir.Loc._get_path = _path_even_without_a_cwd(numba.core.ir.Loc._get_path)
 
 
 class DiskCacheWarning(UserWarning):
@@ -278,9 +296,8 @@ def _warn_once(folder: Path, message: str) -> None:
 
 def _user_stacklevel() -> int:
     """The `stacklevel` that points a warning at the first caller outside minijit."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     frame, level = sys._getframe(2), 2  # 1 would be _warn_once itself
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+    while frame is not None and in_package(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     return level
 

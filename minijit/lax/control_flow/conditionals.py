@@ -83,23 +83,29 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
         if aval.dtype != dtypes.bool_:
             pred = lax.ne(pred, np.zeros((), aval.dtype)[()])
         index = lax.convert_element_type(pred, np.int32)
+    # branch 0 runs when pred is False; JAX traces true_fun first, and joins its consts first
     return _cond(index, [false_fun, true_fun], operands, "cond",
-                 names=["false_fun", "true_fun"])
+                 names=["false_fun", "true_fun"], trace_order=(1, 0))
 
 
-def _cond(index, funs: list[Callable], operands, what: str, names=None):
+def _cond(index, funs: list[Callable], operands, what: str, names=None, trace_order=None):
+    """Trace every branch (in `trace_order`, by default the branches' own), check that they
+    give the same types, join their consts in that order, and bind `cond_p`."""
     names = names or [f"branches[{i}]" for i in range(len(funs))]
+    order = tuple(trace_order or range(len(funs)))
     leaves, in_tree = tree_flatten(operands)
     in_avals = _avals(leaves)
     arg_names = [f"operand{p}" for p, _ in tree_flatten_with_names(operands)[0]]
-    traced = [_trace(f, in_tree, in_avals, arg_names, getattr(f, "__name__", n))
-              for f, n in zip(funs, names)]
-    first_jaxpr, _, first_tree = traced[0]
-    for (jaxpr, _, tree), name in zip(traced[1:], names[1:]):
-        _check_same_types(f"lax.{what}", names[0], first_tree, first_jaxpr.out_avals,
-                          name, tree, jaxpr.out_avals, _leaf_paths(first_tree))
-    all_consts = _join_consts(*[consts for _, consts, _ in traced])
-    branches = tuple(closure_convert(j, c, all_consts) for j, c, _ in traced)
+    traced = {k: _trace(funs[k], in_tree, in_avals, arg_names,
+                        getattr(funs[k], "__name__", names[k])) for k in order}
+    first_jaxpr, _, first_tree = traced[order[0]]
+    for k in order[1:]:
+        jaxpr, _, tree = traced[k]
+        _check_same_types(f"lax.{what}", names[order[0]], first_tree, first_jaxpr.out_avals,
+                          names[k], tree, jaxpr.out_avals, _leaf_paths(first_tree))
+    all_consts = _join_consts(*[traced[k][1] for k in order])
+    branches = tuple(closure_convert(traced[k][0], traced[k][1], all_consts)
+                     for k in range(len(funs)))
     outs = bind(cond_p, index, *all_consts, *leaves, branches=branches)
     return tree_unflatten(first_tree, outs)
 
