@@ -50,6 +50,18 @@ def differences(new: SplitArgs, old: SplitArgs) -> list[str]:
     return out
 
 
+def _distance(new: SplitArgs, old: SplitArgs) -> tuple[int, int]:
+    """How far a previous key is from the new one: the parts that differ, then how many of
+    their shapes, dtypes and weak types differ. A new f32[3] is closer to f64[3] (the dtype)
+    than to f64[4] (dtype and shape): the key JAX names too (it breaks the tie by its
+    message's text, which puts `before f64[3]` first)."""
+    attributes = 0
+    if new.in_tree == old.in_tree:
+        attributes = sum(x != y for a, b in zip(new.leaf_avals, old.leaf_avals)
+                         for x, y in zip(a, b))
+    return len(differences(new, old)), attributes
+
+
 def explain_miss(fun_name: str, where: str | None, new: SplitArgs,
                  previous: list[SplitArgs], recreated_from: str | None) -> str:
     head = f"TRACING CACHE MISS at {where or '<unknown>'} for `{fun_name}` because:"
@@ -60,7 +72,7 @@ def explain_miss(fun_name: str, where: str | None, new: SplitArgs,
                     "nested def created on every call, or jit(...) applied inside a loop, starts "
                     "with an empty cache each time. Create the jitted function once and reuse it.")
         return f"{head}\n  this is the first call (nothing is cached yet)."
-    ranked = sorted(reversed(previous), key=lambda old: len(differences(new, old)))
+    ranked = sorted(reversed(previous), key=lambda old: _distance(new, old))
     diffs = differences(new, ranked[0])
     if not diffs:
         return (f"{head}\n  this key was compiled before, but the cache was emptied since: by "

@@ -458,6 +458,30 @@ def test_explain_cache_misses_logs(prefix, caplog, config_restored):
     assert "* at x, now f64[4] and before f64[3]" in records[1].getMessage()
 
 
+def test_explain_cache_misses_names_the_key_jax_names(caplog, config_restored):
+    """Two earlier keys, f64[4] and f64[3], each one part away from a new f32[3]: JAX 0.10.2
+    names f64[3] (only the dtype changed), and so does minijit."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    calls = (np.ones(4), np.ones(3), np.ones(3, np.float32))
+    line = "* at x, now f32[3] and before f64[3]"
+    jax.config.update("jax_explain_cache_misses", True)
+    try:
+        with caplog.at_level(logging.WARNING):
+            jf = jax.jit(lambda x: x + 1)
+            for x in calls:
+                jf(x)
+    finally:
+        jax.config.update("jax_explain_cache_misses", False)
+    theirs = [r.getMessage() for r in caplog.records if "TRACING CACHE MISS" in r.getMessage()]
+    assert line in theirs[-1].replace("float32", "f32").replace("float64", "f64")
+    mj.config.update("explain_cache_misses", True)
+    jf = mj.jit(lambda x: x + 1)
+    for x in calls:
+        jf(x)
+    assert line in jf.cache_misses[-1]
+
+
 @pytest.mark.parametrize("prefix", ["", "jax_"])
 def test_log_compiles(prefix, caplog, config_restored):
     mj.config.update(prefix + "log_compiles", True)
