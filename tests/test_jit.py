@@ -459,11 +459,11 @@ def test_explain_cache_misses_logs(prefix, caplog, config_restored):
 
 
 def test_explain_cache_misses_names_the_key_jax_names(caplog, config_restored):
-    """Two earlier keys, f64[4] and f64[3], each one part away from a new f32[3]: JAX 0.10.2
+    """Two earlier keys, f64[3] then f64[4], each one part away from a new f32[3]: JAX 0.10.2
     names f64[3] (only the dtype changed), and so does minijit."""
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
-    calls = (np.ones(4), np.ones(3), np.ones(3, np.float32))
+    calls = (np.ones(3), np.ones(4), np.ones(3, np.float32))
     line = "* at x, now f32[3] and before f64[3]"
     jax.config.update("jax_explain_cache_misses", True)
     try:
