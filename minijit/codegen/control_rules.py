@@ -13,7 +13,7 @@ import numpy as np
 from minijit import primitives as P
 from minijit.codegen.array_rules import empty_like_var
 from minijit.codegen.in_place import spare_carries
-from minijit.codegen.kernels import emit_elements
+from minijit.codegen.kernels import emit_elements, loop_nest
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
 from minijit.debug import debug_callback_p
@@ -101,26 +101,75 @@ def _has_mask(body: Jaxpr) -> bool:
 def interchangeable(eqn: Eqn) -> bool:
     """The rule for loop interchange (an escape-time loop, such as Mandelbrot's):
     a fori_loop whose body is elementwise, whose carries all have one shape S (rank >= 1),
-    whose array constants have shape S or broadcast to it, and whose body has a masked
-    update (`where`/`select_n`), the sign that elements settle at different iterations.
-    Such a loop runs one element at a time, in registers, and each element leaves the loop as
-    soon as its state stops changing. Without a mask (Newton's method) every element needs
-    every iteration, and the array loop stays innermost, where it vectorises."""
+    whose values all have one element at each position of S (`_aligned`: constants of shape
+    S or broadcasting to it, as `where(v > 0, ...)` of a closed-over `f64[1]`), and whose
+    body has a masked update (`where`/`select_n`), the sign that elements settle at
+    different iterations. Such a loop runs one element at a time, in registers, and each
+    element leaves the loop as soon as its state stops changing. Without a mask (Newton's
+    method) every element needs every iteration, and the array loop stays innermost, where
+    it vectorises."""
     body = eqn.params["body_jaxpr"]
     carries = eqn.outvars
     shapes = {v.aval.shape for v in carries}
     if len(shapes) != 1 or not next(iter(shapes)):
         return False
     (shape,) = shapes
-    consts = body.invars[:eqn.params["body_nconsts"]]
-    return (_elementwise_body(body) and _has_mask(body)
-            and all(c.aval.shape in ((), shape) or _broadcasts(c.aval.shape, shape)
-                    for c in consts))
+    return _elementwise_body(body) and _has_mask(body) and _aligned(body, shape)
 
 
 def _broadcasts(small, shape) -> bool:
     return len(small) <= len(shape) and all(
         a in (1, b) for a, b in zip(small[::-1], shape[::-1]))
+
+
+def _aligned(body: Jaxpr, shape) -> bool:
+    """Does every value of the elementwise `body` stand, at each position of a loop over
+    `shape`, for the one element that NumPy's broadcasting reads there? Then the interchanged
+    loop computes each value as a scalar, its element at the loop's position (a dimension of
+    size 1 read at 0), and `broadcast_in_dim` changes nothing. That needs every shape to
+    broadcast to `shape`, and every `broadcast_in_dim` to keep its operand's dimensions where
+    NumPy aligns them, on the trailing ones (`v[:, None]` of a `f64[3]` in a `[3,3]` loop
+    does not: it reads `v` along the other axis)."""
+    def ok(invars, eqns) -> bool:
+        if not all(_broadcasts(v.aval.shape, shape) for v in invars):
+            return False
+        for e in eqns:
+            if e.primitive is fused_p and not ok(e.params["jaxpr"].invars,
+                                                 e.params["jaxpr"].eqns):
+                return False
+            if e.primitive is P.broadcast_in_dim_p:
+                src, out = e.invars[0].aval.shape, e.outvars[0].aval.shape
+                dims = e.params["broadcast_dimensions"]
+                if any(d != 1 and dims[k] != len(out) - len(src) + k for k, d in enumerate(src)):
+                    return False
+            if not all(_broadcasts(v.aval.shape, shape) for v in e.outvars):
+                return False
+        return True
+
+    return ok(body.invars, body.eqns)
+
+
+def _emit_aligned(lo, eqns, env: dict[int, str], idx: list[str], after) -> None:
+    """`emit_elements` for an `_aligned` body, where each value is already its element at
+    the loop's position: a `broadcast_in_dim` is that same scalar, not an array to index.
+    Fused kernels are looked into, their variables named by the operands."""
+    def atom(a):
+        return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
+
+    for e in eqns:
+        if e.primitive is fused_p:
+            kernel = e.params["jaxpr"]
+            for v, a in zip(kernel.invars, e.invars):
+                env[id(v)] = atom(a)
+            _emit_aligned(lo, kernel.eqns, env, idx, after)
+            for v, k in zip(e.outvars, kernel.outvars):
+                env[id(v)] = atom(k)
+        elif e.primitive is P.broadcast_in_dim_p:
+            env[id(e.outvars[0])] = atom(e.invars[0])
+            for text in after.get(id(e.outvars[0]), ()):
+                lo.line(text)
+        else:
+            emit_elements(lo, [e], env, idx, lo.name, after=after)
 
 
 def _fori_interchanged(lo, eqn, args, outs):
@@ -144,12 +193,13 @@ def _fori_interchanged(lo, eqn, args, outs):
         lo.line(f"for {idx[k]} in range({lo.dim(d)}):")
         lo.indent += 1
     env = {}
-    for v, expr in zip(const_vars, consts):
-        if v.aval.shape == shape:
-            lo.line(f"{lo.name(v)} = {expr}[{index}]")
+    _, subscripts = loop_nest(shape, [v.aval.shape for v in const_vars])
+    for v, expr, sub in zip(const_vars, consts, subscripts):
+        if v.aval.shape:  # its element here (`_aligned`): `b[0]` of a f64[1] in a [3] loop
+            lo.line(f"{lo.name(v)} = {expr}[{sub}]")
             env[id(v)] = lo.name(v)
         else:
-            env[id(v)] = expr  # a scalar, or an array read through broadcast_in_dim
+            env[id(v)] = expr
     for v, expr, a in zip(carry_vars, init, eqn.invars[2 + nc:]):
         fill = lo.fills.get(id(a)) if isinstance(a, Var) else None
         # a carry that starts as a scalar broadcast everywhere starts from the scalar
@@ -166,7 +216,7 @@ def _fori_interchanged(lo, eqn, args, outs):
     if escape is not None:  # leave as soon as it is false, before computing the rest
         after[id(escape)] = [f"if not {lo.name(escape)}:  # the state stops changing",
                              "    break"]
-    emit_elements(lo, body.eqns, env, idx, lo.name, after=after)
+    _emit_aligned(lo, body.eqns, env, idx, after)
     new = [literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
            for a in body.outvars]
     if not uses_index and escape is None:

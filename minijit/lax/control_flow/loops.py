@@ -6,8 +6,14 @@ primitives: `while` (a condition and a body, each a closed sub-jaxpr, `common.py
 `scan` (a body over a carry and the leading axis of `xs`). `fori_loop` adds none, as in JAX:
 with static bounds it is a `scan` whose first carry counts, with a traced bound a `while`
 over `(i, upper, carry)`; the optimizer's `counted_loops` pass gives the loop back to the
-code generator. Invariant: a carry keeps its type across one iteration (weak types are
-promoted once, then compared as strong ones), checked with a message that names the leaf.
+code generator. Invariant: a carry keeps its shape and dtype across one iteration,
+checked with a message that names the leaf; weak types follow JAX's rule (`_promoted`): a
+weakly typed initial carry that the body returns as another dtype is promoted once, and each
+loop's results have the types the body returns.
+
+Under `disable_jit`, as in JAX, the three loops run as Python loops on the values themselves
+(`fori_loop`'s index is a Python int, nothing is traced, and no carry's type is checked):
+what `jax.disable_jit()` is for, a loop body that a `print` or a debugger can step through.
 
 `map` is a `scan` with an empty carry, exactly as JAX lowers it (its jaxpr shows one `scan`
 equation), and `associative_scan` is the recursive doubling of Blelloch's parallel prefix
@@ -24,7 +30,8 @@ from collections.abc import Callable
 import numpy as np
 
 from minijit import dtypes
-from minijit import primitives as P
+from minijit.array import Array, wrap
+from minijit.config import config
 from minijit.core import (
     Primitive,
     ShapedArray,
@@ -34,9 +41,9 @@ from minijit.core import (
     get_aval,
     impl_rules,
 )
-from minijit.errors import api_boundaries
+from minijit.errors import ConcretizationTypeError, api_boundaries
 from minijit.interpret import eval_jaxpr
-from minijit.ir import Eqn, Jaxpr, Lit, Var
+from minijit.ir import Jaxpr
 from minijit.lax import ops as lax
 from minijit.lax.control_flow.common import (
     _avals,
@@ -51,6 +58,7 @@ from minijit.lax.control_flow.common import (
 from minijit.tree_util import (
     PyTreeDef,
     tree_flatten,
+    tree_map,
     tree_unflatten,
 )
 
@@ -59,23 +67,37 @@ scan_p = Primitive("scan", multiple_results=True)
 
 
 def _trace_body(what: str, fun: Callable, prefix_avals: list, prefix_names: list,
-                carry_leaves: list, carry_tree: PyTreeDef, extra_tree=None):
-    """Trace a loop body on (prefix..., carry); promote weak carries once if needed."""
+                carry_leaves: list, carry_tree: PyTreeDef, counted: bool = False):
+    """Trace a loop body on (prefix..., carry); promote weak carries once if needed
+    (`_promoted`), then check that the body returns the carry's shapes and dtypes.
+
+    `counted` (fori_loop's prefix, `i` or `i, upper`): the traced body is JAX's
+    `(i + 1, upper, fun(i, carry))`, the increment recorded first, as every equation is,
+    through `tracing.process_primitive`."""
     carry_avals = _avals(carry_leaves)
     paths = _leaf_paths(carry_tree) if carry_tree.num_leaves else []
     names = prefix_names + [p.replace("output", "carry", 1) for p in paths]
-    in_tree = _prefix_tree(len(prefix_avals), carry_tree, extra_tree)
+    in_tree = _prefix_tree(len(prefix_avals), carry_tree)
+    traced, n_counts = fun, 0
+    if counted:
+        one = 1 if prefix_avals[0].weak_type else np.ones((), prefix_avals[0].dtype)
+
+        def traced(i, *rest):  # JAX's `_fori_body_fun`: `lax.add(i, lax._const(i, 1))` first
+            return (lax.add(i, one), *rest[:-1], fun(i, rest[-1]))
+
+        n_counts = len(prefix_avals)
     for attempt in range(2):
-        jaxpr, consts, out_tree = _trace(fun, in_tree, prefix_avals + carry_avals, names,
+        jaxpr, consts, out_tree = _trace(traced, in_tree, prefix_avals + carry_avals, names,
                                          getattr(fun, "__name__", what))
-        if extra_tree is not None:  # scan: the body returns (carry, y)
-            return jaxpr, consts, out_tree, carry_avals
+        if counted:
+            out_tree = out_tree.children[-1]
         if out_tree != carry_tree:
             raise TypeError(f"lax.{what}: the body must return the same structure as the "
                             f"carry, got {out_tree} and {carry_tree}")
-        outs = jaxpr.out_avals
-        if attempt == 0 and _weak_mismatch(carry_avals, outs):
-            carry_avals = [_joined(c, o) for c, o in zip(carry_avals, outs)]
+        outs = jaxpr.out_avals[n_counts:]
+        promoted = [_promoted(c, o) for c, o in zip(carry_avals, outs)]
+        if attempt == 0 and promoted != carry_avals:
+            carry_avals = promoted
             continue
         for p, c, o in zip(paths, carry_avals, outs):
             if c.strip_weak_type() != o.strip_weak_type():
@@ -93,26 +115,20 @@ def _trace_body(what: str, fun: Callable, prefix_avals: list, prefix_names: list
     raise AssertionError("unreachable")
 
 
-def _prefix_tree(n_prefix: int, carry_tree: PyTreeDef, extra_tree) -> PyTreeDef:
-    leaf = PyTreeDef("leaf")
-    children = (leaf,) * n_prefix + (carry_tree,)
-    if extra_tree is not None:
-        children = (carry_tree, extra_tree)
-    return PyTreeDef("tuple", None, children)
+def _prefix_tree(n_prefix: int, carry_tree: PyTreeDef) -> PyTreeDef:
+    return PyTreeDef("tuple", None, (PyTreeDef("leaf"),) * n_prefix + (carry_tree,))
 
 
-def _weak_mismatch(carry_avals, outs) -> bool:
-    """Does a weakly typed carry (a Python scalar's) come back as another dtype, or strong?
-    Then, as in JAX, the carry takes the joined type (`2 * x` of a weak 0.0 and an f64 `x`
-    makes the carry a strong f64) and the body is traced again."""
-    return any(c.weak_type and (c.dtype != o.dtype or not o.weak_type)
-               for c, o in zip(carry_avals, outs))
-
-
-def _joined(c: ShapedArray, o: ShapedArray) -> ShapedArray:
-    if c.weak_type and (c.dtype != o.dtype or not o.weak_type) and c.shape == o.shape:
-        dt, weak = dtypes.result_type((c.dtype, True), (o.dtype, o.weak_type))
-        return ShapedArray(c.shape, dt, weak)
+def _promoted(c: ShapedArray, o: ShapedArray) -> ShapedArray:
+    """The carry's type for a second trace, by JAX's rule (`_promote_weak_typed_input`):
+    a weakly typed carry (a Python scalar's) that the body returns as another dtype or shape
+    becomes a strong carry of the dtype the two promote to (`2` and a float32 make float32;
+    `0.0` and an int32 make float64, which the body's int32 then fails), and the body is
+    traced again. A weak carry that comes back with its own dtype, weak or strong (`2` as
+    `c.astype(int64)`), stays weak: the body is traced once, as JAX traces it."""
+    if c.weak_type and c.strip_weak_type() != o.strip_weak_type():
+        dt, _ = dtypes.result_type((c.dtype, True), (o.dtype, o.weak_type))
+        return ShapedArray(c.shape, dt)
     return c
 
 
@@ -129,6 +145,14 @@ def _cast_leaves(leaves, avals):
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """`while cond_fun(val): val = body_fun(val)`, staged; returns the final `val`."""
+    if config.disable_jit:
+        try:  # as JAX does: a Python loop on the values, each leaf made an array
+            val = tree_map(_as_array, init_val)
+            while cond_fun(val):
+                val = tree_map(_as_array, body_fun(val))
+            return val
+        except ConcretizationTypeError:
+            pass  # the condition is traced (make_jaxpr under disable_jit): stage the loop
     leaves, tree = tree_flatten(init_val)
     body_jaxpr, body_consts, _, carry_avals = _trace_body("while_loop", body_fun, [], [],
                                                           leaves, tree)
@@ -148,13 +172,22 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     return tree_unflatten(tree, out)
 
 
+def _as_array(x):
+    """JAX's `lax.asarray`: an array or tracer as it is, a Python scalar as a weakly typed
+    Array (`disable_jit`'s while_loop carries arrays, as JAX's does)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    a = get_aval(x)
+    return wrap(np.asarray(x, a.dtype), a.weak_type)
+
+
 def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     carry = args[cond_nconsts + body_nconsts:]
     if [a.strip_weak_type() for a in body_jaxpr.out_avals] != [
         a.strip_weak_type() for a in carry
     ]:
         raise TypeError("while: body outputs do not match the carry")
-    return list(carry)
+    return list(body_jaxpr.out_avals)  # as in JAX: a weak carry the body makes strong is strong
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -178,7 +211,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     (a weak int64, as a Python int is); with a traced bound it is a `while` over
     `(i, upper, val)`. Either way the carry starts with the counter and the body increments
     it first, which is the pattern the optimizer's `counted_loops` pass recognises to give the
-    code generator back a plain `for` loop.
+    code generator back a plain `for` loop. Under `disable_jit` with such bounds it is a
+    Python loop, `i` a Python int, as JAX's is.
     """
     if not callable(body_fun):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
@@ -191,34 +225,34 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     if not static and unroll not in (None, False, 1):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
+    if static and config.disable_jit:  # JAX's loop: the body gets Python ints, no tracing
+        val = init_val
+        for i in range(int(lower), int(upper)):
+            val = body_fun(i, val)
+        return val
     if static:  # the counter is a Python int, so a weak int64, whatever the bounds' dtype
         lower, length = int(lower), max(int(upper) - int(lower), 0)
-        index_aval = ShapedArray((), dtypes.int_, weak_type=True)
+        prefix = [ShapedArray((), dtypes.int_, weak_type=True)]
     else:
         lower, upper = (b if get_aval(b).dtype == dtype else lax.convert_element_type(b, dtype)
                         for b in (lower, upper))
-        index_aval = get_aval(lower).update(shape=())
+        prefix = [get_aval(lower).update(shape=()), get_aval(upper).update(shape=())]
     leaves, tree = tree_flatten(init_val)
-    jaxpr, consts, _, carry_avals = _trace_body("fori_loop", body_fun, [index_aval], ["i"],
-                                                leaves, tree)
+    jaxpr, consts, _, carry_avals = _trace_body("fori_loop", body_fun, prefix,
+                                                ["i", "upper"][:len(prefix)], leaves, tree,
+                                                counted=True)
     leaves = _cast_leaves(leaves, carry_avals)
     body = closure_convert(jaxpr, consts, consts)
     n = len(consts)
-    i, carry = body.invars[n], body.invars[n + 1:]
-    i_next = Var(i.aval)
-    count = Eqn(P.add_p, (i, Lit(1, i.aval)), (i_next,), {})
     if static:
-        body = Jaxpr((), body.invars, (count, *body.eqns), (i_next, *body.outvars))
         out = bind(scan_p, *consts, lower, *leaves, jaxpr=body, num_consts=n,
                    num_carry=1 + len(leaves), length=length, reverse=False,
                    unroll=_unroll(unroll, length))
         return tree_unflatten(tree, out[1:])
-    up = Var(i.aval)
-    body = Jaxpr((), (*body.invars[:n], i, up, *carry), (count, *body.eqns),
-                 (i_next, up, *body.outvars))
-    k, u, rest = Var(i.aval), Var(i.aval), [Var(a) for a in carry_avals]
-    more = Var(ShapedArray((), dtypes.bool_))
-    cond = Jaxpr((), (k, u, *rest), (Eqn(P.lt_p, (k, u), (more,), {}),), (more,))
+    cond, _, _ = _trace(lambda i, upper, _: lax.lt(i, upper), _prefix_tree(2, tree),
+                        prefix + carry_avals, ["i", "upper", *["carry"] * len(leaves)],
+                        "fori_loop")  # JAX's `_fori_cond_fun`, which captures nothing
+    cond = Jaxpr((), cond.invars, cond.eqns, cond.outvars)
     out = bind(while_p, *consts, lower, upper, *leaves, cond_jaxpr=cond, body_jaxpr=body,
                cond_nconsts=0, body_nconsts=n)
     return tree_unflatten(tree, out[2:])
@@ -251,7 +285,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     """`carry, y = f(carry, x)` for each `x` along the leading axis of `xs`; returns
     `(final carry, stacked ys)`. With `reverse=True` the steps run from the last `x` to the
     first, and `ys[t]` is still the `y` of step `xs[t]`. `unroll` is recorded as JAX records
-    it; the generated loop leaves unrolling to LLVM, which decides it per loop."""
+    it; the generated loop leaves unrolling to LLVM, which decides it per loop. Under
+    `disable_jit` it is a Python loop on the values, as JAX's is (`_scan_in_python`)."""
     x_leaves, x_tree = tree_flatten(xs)
     x_avals = _avals(x_leaves)
     lengths = {a.shape[0] for a in x_avals if a.shape}
@@ -262,6 +297,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     if len(lengths) != 1:
         raise ValueError(f"scan: xs leaves and length disagree on the length: {sorted(lengths)}")
     n = lengths.pop()
+    if config.disable_jit:
+        return _scan_in_python(f, init, x_leaves, x_tree, n, reverse)
     carry_leaves, carry_tree = tree_flatten(init)
     slice_avals = [ShapedArray(a.shape[1:], a.dtype) for a in x_avals]
 
@@ -279,8 +316,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
             raise TypeError("scan: f must return a pair (new_carry, y)")
         new_carry_tree, y_tree = out_tree.children
         outs = jaxpr.out_avals[:carry_tree.num_leaves]
-        if attempt == 0 and new_carry_tree == carry_tree and _weak_mismatch(carry_avals, outs):
-            carry_avals = [_joined(c, o) for c, o in zip(carry_avals, outs)]
+        promoted = [_promoted(c, o) for c, o in zip(carry_avals, outs)]
+        if attempt == 0 and new_carry_tree == carry_tree and promoted != carry_avals:
+            carry_avals = promoted
             continue
         break
     _check_same_types("lax.scan", "the carry", carry_tree, carry_avals, "f's new carry",
@@ -296,6 +334,26 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return carry_out, ys
 
 
+def _scan_in_python(f: Callable, init, x_leaves, x_tree: PyTreeDef, n: int, reverse: bool):
+    """JAX's `scan` under `disable_jit`: `f` called on each row of `xs` in turn, the carry
+    passed on as `f` returns it (unchecked), the `y`s stacked at the end."""
+    if n == 0:  # JAX's error: with no step, nothing says what the ys are
+        raise ValueError("zero-length scan is not supported in disable_jit() mode because "
+                         "the output type is unknown.")
+    carry, ys = init, []
+    for t in reversed(range(n)) if reverse else range(n):
+        row = [lax.squeeze(_slice_in_dim(x, t, t + 1, 1, 0), (0,)) for x in x_leaves]
+        carry, y = f(carry, tree_unflatten(x_tree, row))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+
+    def stack(*ys):
+        return lax.concatenate([lax.reshape(y, (1, *get_aval(y).shape)) for y in ys], 0)
+
+    return carry, tree_map(stack, *ys)
+
+
 def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     carry = args[num_consts:num_consts + num_carry]
     xs = args[num_consts + num_carry:]
@@ -304,7 +362,8 @@ def _scan_abstract_eval(*args, jaxpr, num_consts, num_carry, length, reverse, un
             or _strong(jaxpr.out_avals[:num_carry]) != _strong(carry)):
         raise TypeError("scan: the body must take (consts, carry, x) and return (carry, y)")
     ys = jaxpr.out_avals[num_carry:]
-    return [*carry, *[ShapedArray((length, *y.shape), y.dtype, y.weak_type) for y in ys]]
+    return [*jaxpr.out_avals[:num_carry],  # as in JAX: the carries the body returns
+            *[ShapedArray((length, *y.shape), y.dtype, y.weak_type) for y in ys]]
 
 
 def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
