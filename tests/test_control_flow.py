@@ -691,3 +691,23 @@ def test_cond_traces_true_fun_first_and_joins_its_consts_first_as_jax_does():
     got = str(mj.make_jaxpr(program(lax, ours))(True, 2.0, 3.0))
     assert theirs == ours == ["true", "false"]
     assert got == want
+
+
+def test_under_disable_jit_cond_and_switch_call_the_chosen_branch_alone_as_jax_does():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+
+    def runs(lax_module, disable_jit):
+        seen = []
+        with disable_jit():
+            out = (lax_module.cond(True, lambda: seen.append("true") or 1.0,
+                                   lambda: seen.append("false") or 1),  # types differ
+                   lax_module.cond(np.bool_(False), lambda x: x, lambda x: x * 2, 3),
+                   lax_module.switch(5, [lambda: 0, lambda: 1.5]))
+        return out, seen
+
+    assert runs(lax, mj.disable_jit) == runs(jax.lax, jax.disable_jit) == ((1.0, 6, 1.5),
+                                                                           ["true"])
+    with mj.disable_jit():  # a traced predicate still stages both branches
+        jaxpr = mj.make_jaxpr(lambda p: lax.cond(p, lambda: 1.0, lambda: 2.0))(True)
+    assert jaxpr.eqns[-1].primitive.name == "cond"

@@ -4,6 +4,8 @@ Named after JAX's `jax/_src/lax/control_flow/conditionals.py`. Both bind one pri
 `cond`, whose first operand is an int32 branch index and whose `branches` param holds one
 closed sub-jaxpr per branch (`common.py`). Invariants: every branch takes the same operands
 and returns the same types (weak types joined); the index is clamped into range, as in JAX.
+Under `disable_jit`, as in JAX, a concrete predicate or index calls its branch alone, on the
+operands themselves: nothing is traced, so the branches need not agree.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from minijit import dtypes
+from minijit.config import config
 from minijit.core import (
     Primitive,
     ShapedArray,
@@ -21,7 +24,7 @@ from minijit.core import (
     get_aval,
     impl_rules,
 )
-from minijit.errors import api_boundaries
+from minijit.errors import ConcretizationTypeError, api_boundaries
 from minijit.interpret import eval_jaxpr
 from minijit.lax import ops as lax
 from minijit.lax.control_flow.common import (
@@ -53,6 +56,11 @@ def switch(index, branches: Sequence[Callable], *operands):
         raise TypeError(f"switch index must be an integer scalar, got {aval}")
     if aval.shape != ():
         raise TypeError(f"switch index must be a scalar, got {aval}")
+    if config.disable_jit:
+        try:  # as JAX does: call the branch the concrete index picks, and only that one
+            return branches[min(max(int(index), 0), len(branches) - 1)](*operands)
+        except ConcretizationTypeError:
+            pass  # the index is traced (make_jaxpr under disable_jit): stage both
     if isinstance(index, int):  # a static index picks its branch now, clamped the same way
         index = np.int32(min(max(index, 0), len(branches) - 1))
     else:
@@ -77,6 +85,11 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if aval.shape != ():
         raise TypeError(f"cond predicate must be a scalar, got {aval.str_short()}; to choose "
                         "elementwise use mnp.where(pred, x, y)")
+    if config.disable_jit:
+        try:  # as JAX does: call the branch the concrete predicate picks, and only that one
+            return (true_fun if bool(pred) else false_fun)(*operands)
+        except ConcretizationTypeError:
+            pass  # the predicate is traced (make_jaxpr under disable_jit): stage both
     if isinstance(pred, (bool, int, float, np.generic)):
         index = np.int32(bool(pred))  # a concrete predicate: the index is a literal
     else:
