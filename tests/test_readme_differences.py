@@ -285,3 +285,15 @@ def test_row_donate_numpy():
     b = np.ones(3)
     mj.jit(lambda x: x * 2.0)(b)  # without donation the caller's array is left alone
     np.testing.assert_array_equal(b, [1.0, 1.0, 1.0])
+
+
+def test_row_index_bounds():
+    big = np.uint64(2**63)
+    for f in (lambda x, i: x.at[i].set(1.0), mj.jit(lambda x, i: x.at[i].set(1.0))):
+        np.testing.assert_array_equal(f(mnp.zeros(3), big), [0.0, 0.0, 0.0])
+        np.testing.assert_array_equal(f(mnp.zeros(3), 2**32 + 1), [0.0, 0.0, 0.0])
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    zeros = jax.numpy.zeros(3)
+    assert zeros.at[big].set(1.0).tolist() == [1.0, 0.0, 0.0]  # the JAX column
+    assert zeros.at[2**32 + 1].set(1.0).tolist() == [0.0, 1.0, 0.0]
