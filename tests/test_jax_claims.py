@@ -33,6 +33,7 @@ from jax import lax  # noqa: E402
 import minijit as mj  # noqa: E402
 import minijit.numpy as mnp  # noqa: E402
 from minijit import lax as mlax  # noqa: E402
+from minijit.course import xla_kernels  # noqa: E402
 
 
 def jaxpr_text(fn, *args, **kwargs) -> str:
@@ -89,12 +90,6 @@ def softmax_jnp(x):
     z = x - jnp.max(x, axis=-1, keepdims=True)
     e = jnp.exp(z)
     return e / jnp.sum(e, axis=-1, keepdims=True)
-
-
-def entry_fusions(compiled_text: str) -> list[str]:
-    """The fusion instructions of the ENTRY computation of XLA's compiled HLO text."""
-    entry = compiled_text[compiled_text.index("\nENTRY"):]
-    return [line.strip() for line in entry.splitlines() if " fusion(" in line]
 
 
 def test_jax_is_the_release_the_chapters_were_checked_against():
@@ -809,9 +804,17 @@ def test_ch07_section3_xla_also_writes_a_cube_as_two_multiplications():
 # --------------------------------------------------------------------------- 09_code_generation
 
 
-def test_ch09_section2_plus_on_bools_is_or_and_max_stays_max():
-    text = jaxpr_text(lambda a, b: (a + b, jnp.maximum(a, b)), np.bool_(True), np.bool_(True))
-    assert "c:bool[] = or a b" in text and "d:bool[] = max a b" in text
+def test_ch09_section2_bool_operators_and_transcendentals():
+    # + and * on bools are traced as or and and; max stays max; tanh and exp go via float32
+    def five(x, y, np_=jnp):
+        return x + y, x * y, np_.maximum(x, y), np_.tanh(x), np_.exp(x)
+
+    both = np.bool_(True), np.bool_(True)
+    text = jaxpr_text(five, *both)
+    assert "c:bool[] = or a b" in text and "d:bool[] = and a b" in text
+    assert "e:bool[] = max a b" in text
+    assert text.count("convert_element_type[new_dtype=float32 weak_type=False] a") == 2
+    assert text == minijit_text(functools.partial(five, np_=mnp), *both)
 
 
 def test_ch09_section2_max_of_signed_zeros_is_positive_zero():
@@ -832,18 +835,19 @@ def test_ch09_section6_gammaln_binds_the_lgamma_primitive():
 
 def test_ch10_section5_xla_fuses_gelu_into_one_kernel():
     hlo = jax.jit(gelu_jnp).lower(np.ones(1_000_000)).compile().as_text()
-    assert len(entry_fusions(hlo)) == 1
+    (kernel,) = xla_kernels(hlo)
+    assert {"integer_pow", "tanh"} <= set(kernel.primitives)
 
 
-def test_ch10_section5_softmax_is_four_fusions_and_the_row_sum_reads_stored_exps():
+def test_ch10_section5_softmax_is_four_kernels_and_the_row_sum_reads_stored_exps():
+    # The kernels the chapter prints (and records, for when JAX is not installed).
     hlo = jax.jit(softmax_jnp).lower(np.ones((1000, 500))).compile().as_text()
-    fusions = entry_fusions(hlo)
-    assert len(fusions) == 4
-    exps = next(f for f in fusions if "reduce_max" in f)  # max, subtract and exp, fused
-    assert exps.split(" = ")[1].startswith("f64[1000,500]")  # written out whole
-    name = exps.split(" = ")[0].lstrip("%")
-    row_sum = next(f for f in fusions if "reduce_sum" in f)
-    assert row_sum.split(" = ")[1].startswith("f64[1000]") and f"(%{name})" in row_sum
+    assert [str(k) for k in xla_kernels(hlo)] == [
+        "kernel 1 writes f64[1000,500], reads an argument: reduce_max, sub, exp",
+        "kernel 2 writes f64[1000], reads kernel 1: reduce_sum",
+        "kernel 3 writes f64[1000], reads kernel 2: div",
+        "kernel 4 writes f64[1000,500], reads kernel 1, kernel 3: div",
+    ]
 
 
 def test_ch10_section5_xla_computes_tanh_its_own_way():

@@ -12,7 +12,9 @@ extra (matplotlib, ipywidgets, IPython); `import minijit` never imports it.
   pipeline's stages, a liveness chart, and the pass-by-pass stepper widget;
 - `mine`: the learner's own pieces of minijit, read from their exercise notebooks and
   switched in at the top of chapters 03 to 10 (`use_mine`), and minijit's own for a block
-  (`minijits_own`).
+  (`minijits_own`);
+- `xla`: the kernels of a program `jax.jit` compiled, read from its HLO text
+  (`xla_kernels`, chapter 10).
 
 Chapters 07 and 08 use most of them; chapters 03, 09 and 10 draw programs and the pipeline too.
 """
@@ -44,12 +46,14 @@ from minijit.course.views import (
     side_by_side_html,
     stages_table,
 )
+from minijit.course.xla import Kernel, xla_kernels
 
 __all__ = [
-    "Edge", "Layout", "Node", "beside", "beside_html", "best_ms", "count_eqns", "describe",
+    "Edge", "Kernel", "Layout", "Node", "beside", "beside_html", "best_ms", "count_eqns",
+    "describe",
     "draw_fusion", "draw_jaxpr", "draw_pipeline", "fmt_bytes", "fusion_groups", "group_colour",
     "layout_jaxpr", "liveness_chart", "max_difference", "median_ms", "minijits_own", "nbytes",
     "once_ms", "optimize_source", "pass_stepper", "plural", "side_by_side",
     "side_by_side_html", "stage_summary", "stages_table", "temporaries", "traffic", "use_mine",
-    "WRITTEN_BY",
+    "WRITTEN_BY", "xla_kernels",
 ]
