@@ -670,7 +670,7 @@ def test_ch06_section1_check_tracer_leaks_is_a_context_manager():
         assert "JitTracer(float64[" in str(info.value)
 
 
-def test_ch06_section1_disable_jit_option_with_and_without_prefix():
+def test_ch06_section1_the_disable_jit_option_is_jax_disable_jit():
     assert hasattr(jax.config, "jax_disable_jit")
 
 
@@ -781,8 +781,8 @@ def test_ch06_section9_int_float_and_numpy_scalar_are_three_keys():
 def test_ch07_intro_a_nested_jitted_function_is_one_jit_equation():
     inner = jax.jit(lambda x: jnp.sin(x) * 2.0)
     text = jaxpr_text(lambda x: inner(x) + 1.0, np.ones(3))
-    assert re.search(r"= jit\[\n\s+jaxpr=\{", text) or "= jit[" in text
-    assert "name=<lambda>" in text
+    assert len(jax.make_jaxpr(lambda x: inner(x) + 1.0)(np.ones(3)).eqns) == 2
+    assert re.search(r"b:f64\[3\] = jit\[\s+name=<lambda>\s+jaxpr=\{", text)
 
 
 def test_ch07_section2_xla_keeps_a_broadcast_of_ones_a_broadcast():
