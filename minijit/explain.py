@@ -50,16 +50,13 @@ def differences(new: SplitArgs, old: SplitArgs) -> list[str]:
     return out
 
 
-def _distance(new: SplitArgs, old: SplitArgs) -> tuple[int, int]:
-    """How far a previous key is from the new one: the parts that differ, then how many of
-    their shapes, dtypes and weak types differ. A new f32[3] is closer to f64[3] (the dtype)
-    than to f64[4] (dtype and shape): the key JAX names too (it breaks the tie by its
-    message's text, which puts `before f64[3]` first)."""
-    attributes = 0
-    if new.in_tree == old.in_tree:
-        attributes = sum(x != y for a, b in zip(new.leaf_avals, old.leaf_avals)
-                         for x, y in zip(a, b))
-    return len(differences(new, old)), attributes
+def _distance(new: SplitArgs, old: SplitArgs) -> tuple[int, str]:
+    """How far a previous key is from the new one, as JAX ranks them: by how many parts
+    differ, then by the explanation's text (JAX takes the `min` of (count, message)). So
+    after f64[3] and f64[4], a new f32[3] is closest to `before f64[3]` (only the dtype
+    changed), and a new f32[4] too (its text sorts first)."""
+    diffs = differences(new, old)
+    return len(diffs), "\n".join(diffs)
 
 
 def explain_miss(fun_name: str, where: str | None, new: SplitArgs,
