@@ -164,7 +164,11 @@ build.on_switch(_forget_compiled)
 _seen_code: dict[Any, str] = {}
 # arrays whose buffers were donated, by id: using them again raises
 _donated: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_donated_any = [False]  # set once anything is donated: keeps the fast path's check cheap
+# True while a donated array may be alive: the fast path then steps aside, since it does not
+# look arrays up in `_donated` (a flag keeps its check cheap); the slow path clears it once
+# every donated array is gone, so one donation does not slow every later call
+_donated_any = [False]
+_donation_lock = threading.Lock()  # a flag cleared by one thread as another donates
 
 
 def _cache_for(fun, options) -> Cache:
@@ -226,7 +230,7 @@ class JitFunction:
                     _fast_path_flags[0] or _donated_any[0]) and len(trace_state.stack) == 1:
                 entry = self._fast.get(_fast_key(args))
                 if entry is not None:
-                    # timers cost 0.2 us a call, so only while profiling (in this thread)
+                    # timers cost about a microsecond a call, so only while profiling
                     if _fast_path_flags[1] and config.profile_execution:
                         t0 = perf_counter()
                         outs = entry.fast_call(args)
@@ -244,6 +248,10 @@ class JitFunction:
             raise
 
     def _call(self, args, kwargs):
+        if _donated_any[0] and not _donated:
+            with _donation_lock:
+                if not _donated:
+                    _donated_any[0] = False
         if config.disable_jit:  # this thread's override, else the process-wide value
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
         if is_tracing():  # called while this thread traces another function
@@ -640,6 +648,7 @@ def _views_other_memory(x: np.ndarray) -> bool:
 def _mark_donated(leaves, donated):
     for leaf, d in zip(leaves, donated):
         if d and isinstance(leaf, np.ndarray):
-            _donated[id(leaf)] = leaf
-            _donated_any[0] = True
+            with _donation_lock:
+                _donated[id(leaf)] = leaf
+                _donated_any[0] = True
             leaf.flags.writeable = False

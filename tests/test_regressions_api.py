@@ -411,3 +411,29 @@ def test_int_too_big_for_int64_in_the_code_is_an_overflow_error(expr):
     with pytest.raises(OverflowError, match="does not fit in int64") as info:
         expr()
     assert "C long" not in str(info.value)
+
+
+def test_the_fast_path_comes_back_once_donated_arrays_are_gone(monkeypatch):
+    """A donation sent every later cached call of every function down the slow path (about
+    20 times slower) for the rest of the process."""
+    import gc
+
+    jit_module = importlib.import_module("minijit.jit")
+    f = mj.jit(lambda x: x + 1.0)
+    x = np.ones(3)
+    f(x)
+    donated = np.ones(3)
+    mj.jit(lambda a: a * 2.0, donate_argnums=0)(donated)
+    slow_calls = []
+    real_call = jit_module.JitFunction._call
+    monkeypatch.setattr(jit_module.JitFunction, "_call",
+                        lambda self, a, k: slow_calls.append(1) or real_call(self, a, k))
+    f(x)
+    assert slow_calls == [1]  # a donated array is alive: the slow path checks every argument
+    with pytest.raises(RuntimeError, match="donated"):
+        f(donated)
+    del donated
+    gc.collect()
+    f(x)  # the slow path sees no donated array left ...
+    f(x)  # ... and the fast path is back
+    assert slow_calls == [1, 1, 1]
