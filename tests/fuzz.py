@@ -426,6 +426,10 @@ class _Draw:
         for d in defines:
             if np.asarray(env[d]).dtype != np.asarray(self.env[d]).dtype:
                 return False
+            # A weakly typed array (`bool_array % 1` in JAX) promotes as a Python scalar
+            # would, where NumPy's array is strong: later statements would part ways.
+            if getattr(env[d], "weak_type", False) and not isinstance(self.env[d], int | float):
+                return False
         self.env_types.update({d: env[d] for d in defines})
         return True
 
@@ -561,6 +565,10 @@ def _literal_for(d: _Draw, x: _Value, op: str) -> str:
     if op in ("**", "pow"):
         return rng.choice(("0", "1", "2", "3", "-1", "2.0", "0.5", "63", "64", "-2"))
     kind = rng.random()
+    if op in ("and", "or", "xor") and x.dtype == np.float32 and kind >= 0.6:
+        # a weak float takes the array's dtype first, as in JAX: 1e-310 is 0 in float32,
+        # so it is False there, and True to NumPy, which tests it in float64
+        return rng.choice(("0.0", "-0.0", "0.5", "1.5", "mnp.nan", "mnp.inf"))
     if x.dtype.kind in "biu" and kind < 0.6:
         # minijit, as JAX, rejects Python ints beyond int64 wherever they appear (NumPy takes
         # some: uint64 arrays, true division), so none is drawn; and with an int array, only
@@ -605,6 +613,9 @@ def _binary(d: _Draw) -> None:
     if op in ("**", "pow") and exponent is not None and exponent.dtype.kind in "biu" and (
             exponent is x or x.dtype.kind in "biu"):
         return  # an int array exponent: NumPy raises for negative ones, value by value
+    if y is not None and op in (*_COMPARISONS, "and", "or", "xor") and (
+            mnp.promote_types(x.dtype, y.dtype) != np.promote_types(x.dtype, y.dtype)):
+        return  # compared in JAX's common type (int32 with float32: float32), NumPy's differs
     rhs = _BINARY[op].format(*operands)
     exact = x.exact and (y is None or y.exact)
     float_involved = x.is_float or (y.is_float if y is not None else isinstance(
@@ -1005,13 +1016,14 @@ def _weak_carry(d: _Draw) -> None:
                and not v.scalar)
     if s is None:
         return
-    k = d.rng.choice((0, 1, 2, 0.5) if s.is_float else (0, 1, 2))
+    own = d.rng.random() < 0.5
+    k = d.rng.choice((0, 1, 2, 0.5) if s.is_float and not own else (
+        (0.0, 2.0, 0.5) if s.is_float else (0, 1, 2)))
     scalar = f"mnp.max({s.name})"
     # At least one step: JAX gives the carry the body's dtype even if no step runs, where the
     # NumPy reference would keep the Python scalar. With the carry's own dtype, one step only:
     # JAX's single trace keeps `c[0] + c[1]` in c[1]'s dtype, where NumPy's second step would
     # add a strong int64.
-    own = d.rng.random() < 0.5
     kind, n = d.rng.choice(("fori", "while", "scan")), 1 if own else d.rng.randint(1, 3)
     f, a, b = d.fresh("f"), d.fresh(), d.fresh()
     dtype = ("mnp.float64" if isinstance(k, float) else "mnp.int64") if own else "c[1].dtype"

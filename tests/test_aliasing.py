@@ -204,3 +204,28 @@ def test_catalogue(prog: Program, backend: str):
             failures += [f"{layout}: {v}" for v in violations]
     assert not failures, "\n".join(failures)
 
+
+
+def _one_new_array_twice_from_a_while(x):
+    def body(c):  # CSE makes the two equal sums one array, handed to two carries
+        return c[0] + c[1], c[0] + c[1], c[2] + 1
+    a, b, _ = lax.while_loop(lambda c: c[2] < 2, body, (1.0, mnp.max(x), 0))
+    return mnp.reshape(b, (1, -1)), a
+
+
+def _one_new_array_twice_from_a_cond(x):
+    def both(v):
+        w = v * 2.0
+        return w, w
+    return lax.cond(mnp.sum(x) > 0, both, both, x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fun", [_one_new_array_twice_from_a_while,
+                                 _one_new_array_twice_from_a_cond])
+def test_control_flow_results_made_together_are_distinct_arrays(backend, fun):
+    """A sub-Jaxpr handing one array it made to two results: the interpreter returned two
+    results sharing memory (found by tests/fuzz.py, seed 1000, program 7477)."""
+    x = np.arange(3.0)
+    assert check_aliasing(mj.jit(fun, backend=backend), (x,), (x + 1.0,),
+                          distinct_outputs=True) == []

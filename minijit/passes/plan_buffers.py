@@ -69,6 +69,8 @@ def storage(jaxpr: Jaxpr) -> dict[int, frozenset[int]]:
                 handed = [frozenset().union(*operands)] * len(eqn.outvars)
             for v, shared in zip(eqn.outvars, handed):
                 roots[id(v)] = shared | {id(v)}
+            for k, m in _made_together(eqn):  # one array the sub-Jaxpr made, handed out twice
+                roots[id(eqn.outvars[m])] |= {id(eqn.outvars[k])}
         else:  # a fused kernel, like every other primitive, writes a new array
             for v in eqn.outvars:
                 roots[id(v)] = frozenset((id(v),))
@@ -81,6 +83,28 @@ def _passed_through(body: Jaxpr) -> list[set[int]]:
     position = {id(v): k for k, v in enumerate(body.invars)}
     return [{position[r] for r in inner[id(a)] if r in position} if isinstance(a, Var)
             else set() for a in body.outvars]
+
+
+def _made_together(eqn) -> list[tuple[int, int]]:
+    """Pairs (k, m), k < m, of results of a control-flow equation that a sub-Jaxpr may give
+    one array it made itself: a loop body returning `(i, i)` for two carries (CSE joins two
+    equal computations into one), a branch returning one new array twice. (An operand handed
+    back is `_handed_back`'s; a scan's ys are stacked into new arrays.)"""
+    p = eqn.params
+    subs = {"cond": lambda: p["branches"], "jit": lambda: [p["jaxpr"]],
+            "while": lambda: [p["body_jaxpr"]], "fori_loop": lambda: [p["body_jaxpr"]],
+            "scan": lambda: [p["jaxpr"]]}.get(eqn.primitive.name)
+    if subs is None:
+        return []
+    n = p["num_carry"] if eqn.primitive.name == "scan" else len(eqn.outvars)
+    pairs = set()
+    for sub in subs():
+        sub = getattr(sub, "jaxpr", sub)  # a closed jaxpr's own
+        inner = storage(sub)
+        made = [inner[id(a)] - {id(v) for v in (*sub.constvars, *sub.invars)}
+                if isinstance(a, Var) else frozenset() for a in sub.outvars[:n]]
+        pairs |= {(k, m) for m in range(len(made)) for k in range(m) if made[k] & made[m]}
+    return sorted(pairs)
 
 
 def _handed_back(eqn, operand_roots: list[frozenset]) -> list[frozenset] | None:
