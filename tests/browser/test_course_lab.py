@@ -17,7 +17,6 @@ files included. It runs only where `course.py lab` would not install anything fi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import posixpath
@@ -34,6 +33,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import nbformat
 import pytest
+from test_setup_files import import_course, system_python  # course.py, and a bare python3
 
 from . import lab
 
@@ -49,16 +49,6 @@ WATCHED = ("chapters", "exercises")  # nothing may appear or change in these
 NUL = bytes(1)
 
 
-def import_course():
-    spec = importlib.util.spec_from_file_location("course_under_test", COURSE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def system_python() -> str:
-    """The interpreter a learner types as `python3` (the one the venv was made from)."""
-    return getattr(sys, "_base_executable", None) or sys.executable
 
 
 def live_processes() -> dict[int, tuple[int, bytes]]:
