@@ -613,8 +613,9 @@ def _binary(d: _Draw) -> None:
     if op in ("**", "pow") and exponent is not None and exponent.dtype.kind in "biu" and (
             exponent is x or x.dtype.kind in "biu"):
         return  # an int array exponent: NumPy raises for negative ones, value by value
+    native = [v.dtype.newbyteorder("=") for v in (x, y) if v is not None]
     if y is not None and op in (*_COMPARISONS, "and", "or", "xor") and (
-            mnp.promote_types(x.dtype, y.dtype) != np.promote_types(x.dtype, y.dtype)):
+            mnp.promote_types(*native) != np.promote_types(*native)):
         return  # compared in JAX's common type (int32 with float32: float32), NumPy's differs
     rhs = _BINARY[op].format(*operands)
     exact = x.exact and (y is None or y.exact)
