@@ -511,8 +511,10 @@ def _draw_inputs(d: _Draw) -> None:
             prog.features.add("empty")
     for inp, a, o in zip(prog.inputs, prog.make_args(), prog.make_args(other=True)):
         d.env[inp.name], d.env_other[inp.name] = a, o
+        # (the types of a big-endian array's values; a NumPy scalar, which a 0-d argument in
+        # some layouts becomes, is an array to jit, typed by JAX's rules, not NumPy's)
         d.env_types[inp.name] = mnp.asarray(a.astype(a.dtype.newbyteorder("="))) if (
-            isinstance(a, np.ndarray)) else a  # (the types of a big-endian array's values)
+            isinstance(a, np.ndarray | np.generic)) else a
         d.values.append(_Value(inp.name, a, o, True, scalar=not inp.is_array()))
 
 
