@@ -647,7 +647,8 @@ def test_ch06_section1_a_donated_jax_array_is_deleted():
     assert type(e) is RuntimeError and "Array has been deleted with shape=float64[3]" in str(e)
 
 
-def test_ch06_section1_check_tracer_leaks_is_a_context_manager():
+def _leaky():
+    """Chapter 06's leaking function: it keeps each tracer it makes in `saved`."""
     saved = []
 
     @jax.jit
@@ -655,6 +656,12 @@ def test_ch06_section1_check_tracer_leaks_is_a_context_manager():
         y = jnp.sin(x)
         saved.append(y)
         return y * 2.0
+
+    return remember, saved
+
+
+def test_ch06_section1_check_tracer_leaks_is_a_context_manager():
+    remember, saved = _leaky()
 
     jax.check_tracer_leaks()  # the bare call of the book: it checks nothing
     assert not jax.config.jax_check_tracer_leaks
@@ -716,13 +723,7 @@ def test_ch06_section3_a_global_is_read_once_per_trace():
 
 
 def test_ch06_section4_a_leaked_tracer_used_later():
-    saved = []
-
-    @jax.jit
-    def remember(x):
-        y = jnp.sin(x)
-        saved.append(y)
-        return y * 2.0
+    remember, saved = _leaky()
 
     remember(np.ones(3))
     e = error_of(lambda: saved[0] + 1.0)
