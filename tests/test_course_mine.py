@@ -17,7 +17,7 @@ import pytest
 import minijit as mj
 import minijit.codegen.kernels  # noqa: F401 - registers loop_nest, as use_mine does
 from minijit import build
-from minijit.course import median_ms, mine
+from minijit.course import mine
 from minijit.course.mine import WRITTEN_BY, YOURS, minijits_own, use_mine
 
 pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
@@ -266,15 +266,3 @@ def test_the_pipeline_fills_the_stages_where_pieces_run():
     plain, marked = faces(draw_pipeline()), faces(draw_pipeline(highlight=stages))
     filled = {stage for stage, face in marked.items() if face != plain[stage]}
     assert filled == set(stages)
-
-
-def test_median_ms_is_a_typical_call():
-    calls = []
-
-    def work(n):
-        calls.append(n)
-        return sum(range(n))
-
-    ms = median_ms(work, 10_000, calls=5, warmup=2)
-    assert 0 < ms < 1_000
-    assert len(calls) >= 2 + 1 + 5 and set(calls) == {10_000}

@@ -7,7 +7,9 @@ extra (matplotlib, ipywidgets, IPython); `import minijit` never imports it.
 - `graph`: a jaxpr laid out as a dataflow graph, as plain data (`layout_jaxpr`);
 - `draw`: that layout drawn with matplotlib (`draw_jaxpr`, `draw_fusion`), and the pipeline
   `jit` runs, drawn from `minijit.passes.PIPELINE` (`draw_pipeline`);
-- `measure`: equations, temporary arrays, bytes of memory traffic, milliseconds;
+- `measure`: equations, temporary arrays, bytes of memory traffic;
+- `timing`: the one way every chapter times a call (`time_calls`, `first_call`), its method
+  stated in its docstring;
 - `views`: two programs side by side, a picture next to its text (`beside`), a table of the
   pipeline's stages, a liveness chart, and the pass-by-pass stepper widget;
 - `mine`: the learner's own pieces of minijit, read from their exercise notebooks and
@@ -22,20 +24,18 @@ Chapters 07 and 08 use most of them; chapters 03, 09 and 10 draw programs and th
 from minijit.course.draw import draw_fusion, draw_jaxpr, draw_pipeline, group_colour
 from minijit.course.graph import Edge, Layout, Node, fusion_groups, layout_jaxpr
 from minijit.course.measure import (
-    best_ms,
     count_eqns,
     describe,
     fmt_bytes,
     max_difference,
-    median_ms,
     nbytes,
-    once_ms,
     plural,
     stage_summary,
     temporaries,
     traffic,
 )
 from minijit.course.mine import WRITTEN_BY, minijits_own, use_mine
+from minijit.course.timing import first_call, fmt_seconds, seconds_per_call, time_calls
 from minijit.course.views import (
     beside,
     beside_html,
@@ -49,11 +49,10 @@ from minijit.course.views import (
 from minijit.course.xla import Kernel, xla_kernels
 
 __all__ = [
-    "Edge", "Kernel", "Layout", "Node", "beside", "beside_html", "best_ms", "count_eqns",
-    "describe",
-    "draw_fusion", "draw_jaxpr", "draw_pipeline", "fmt_bytes", "fusion_groups", "group_colour",
-    "layout_jaxpr", "liveness_chart", "max_difference", "median_ms", "minijits_own", "nbytes",
-    "once_ms", "optimize_source", "pass_stepper", "plural", "side_by_side",
-    "side_by_side_html", "stage_summary", "stages_table", "temporaries", "traffic", "use_mine",
-    "WRITTEN_BY", "xla_kernels",
+    "beside", "beside_html", "count_eqns", "describe", "draw_fusion", "draw_jaxpr",
+    "draw_pipeline", "Edge", "first_call", "fmt_bytes", "fmt_seconds", "fusion_groups",
+    "group_colour", "Kernel", "Layout", "layout_jaxpr", "liveness_chart", "max_difference",
+    "minijits_own", "nbytes", "Node", "optimize_source", "pass_stepper", "plural",
+    "seconds_per_call", "side_by_side", "side_by_side_html", "stage_summary", "stages_table",
+    "temporaries", "time_calls", "traffic", "use_mine", "WRITTEN_BY", "xla_kernels",
 ]

@@ -8,9 +8,6 @@ and inside a fused kernel values are per element, so neither counts.
 
 from __future__ import annotations
 
-import timeit
-from collections.abc import Callable
-
 import numpy as np
 
 from minijit.interpret import eval_jaxpr
@@ -74,33 +71,3 @@ def max_difference(before: ClosedJaxpr, after: ClosedJaxpr, *args) -> float:
     old = eval_jaxpr(before.jaxpr, before.consts, *args)
     new = eval_jaxpr(after.jaxpr, after.consts, *args)
     return max(float(np.max(np.abs(a - b))) for a, b in zip(old, new))
-
-
-def best_ms(fn: Callable[[], object], number: int = 5, repeat: int = 5) -> float:
-    """Milliseconds per call of `fn()`: the best of `repeat` runs of `number` calls each (the
-    minimum is the run least disturbed by the rest of the machine)."""
-    return 1e3 * min(timeit.repeat(fn, number=number, repeat=repeat)) / number
-
-
-def median_ms(fn: Callable[..., object], *args, calls: int = 7, warmup: int = 1) -> float:
-    """Milliseconds per call of `fn(*args)`: the median of `calls` timed calls, after `warmup`
-    untimed ones (a first call may compile). A fast `fn` is timed in batches of calls that
-    last about a millisecond each, since a clock reading costs about a microsecond. The
-    median, unlike `best_ms`'s minimum, is a typical call, as a program would see it."""
-    def call():
-        return fn(*args)
-
-    for _ in range(warmup):
-        call()
-    one = timeit.timeit(call, number=1)
-    number = max(1, int(1e-3 / max(one, 1e-7)))
-    runs = sorted(timeit.repeat(call, number=number, repeat=calls))
-    return 1e3 * runs[len(runs) // 2] / number
-
-
-def once_ms(fn: Callable[..., object], *args, **kwargs) -> tuple[object, float]:
-    """(fn(*args, **kwargs), the milliseconds it took): for work that runs once, such as a
-    pipeline."""
-    t0 = timeit.default_timer()
-    result = fn(*args, **kwargs)
-    return result, 1e3 * (timeit.default_timer() - t0)
