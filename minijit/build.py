@@ -21,9 +21,17 @@ Each piece is registered once, next to minijit's own implementation (`register`)
 chapter that builds it. Invariants:
 
 - *Named failures.* An exception raised by your piece reaches the caller as a `PieceError`
-  that names the piece and says how to switch back; the original is its `__cause__`. A piece
-  may also declare a `check` on its result (right number of outputs, a `str`, ...), so a
-  wrong result fails at once, with the piece's name, instead of somewhere downstream.
+  that names the piece, where it came from (`use(..., origin=...)`: the exercise notebook
+  `use_mine` read it from) and how to pick up a fix or switch back; the original is its
+  `__cause__`. A piece may also declare a `check` on its result (right number of outputs, a
+  `str`, ...), so a wrong result fails at once, with the piece's name, instead of somewhere
+  downstream.
+- *The program's errors stay the program's.* When your piece raises, `call` runs minijit's
+  own piece on the same arguments (with minijit's own for every piece that run calls). If
+  that raises too, the program is at fault, not your piece: minijit's own error passes
+  through unchanged (class, message, the user's line), exactly as without your piece, so
+  `except TypeError` still catches a shape error. Only this failure path runs a piece twice;
+  side effects of the program (a `debug.print` it evaluates) may then repeat.
 - *No stale caches.* Every switch (`use`, `reset`, the end of a `with`) increases
   `generation()`, then calls the `on_switch` listeners. `jit`'s listener empties every cache
   (fast paths too), and `jit` keeps no entry whose compile a switch overtook (its generation
@@ -44,6 +52,7 @@ chapter that builds it. Invariants:
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import threading
 from collections.abc import Callable
@@ -79,6 +88,10 @@ class Piece:
 # each one runs now. `_current[name] is PIECES[name].reference` unless a learner switched.
 PIECES: dict[str, Piece] = {}
 _current: dict[str, Callable[..., Any]] = {}
+_origins: dict[str, str] = {}  # name -> where the switched-in function came from, in words
+# True while `call` re-runs minijit's own piece after the learner's failed: every piece that
+# run calls is minijit's own too, so a broken piece cannot make minijit's run fail as well.
+_own_only = contextvars.ContextVar("minijit_build_own_only", default=False)
 _generation = [0]
 _listeners: list[Callable[[], None]] = []
 _lock = threading.RLock()
@@ -142,13 +155,16 @@ class _Switch:
                 f"build.reset({self.name!r}) switches back>")
 
 
-def use(name: str, fn: Callable[..., Any], *, verify: bool = True) -> _Switch:
+def use(name: str, fn: Callable[..., Any], *, verify: bool = True,
+        origin: str | None = None) -> _Switch:
     """From now on, minijit runs `fn` as its piece `name` (see the module docstring).
 
     With `verify` (the default), `fn` first runs once on the piece's small example; if it
     raises or disagrees with minijit's own, nothing is switched and a message says why, so
     the cells after an unfinished exercise still run (on minijit's own piece). The grader
     switches with `verify=False`: a broken piece must run, and fail, where it is graded.
+    `origin` says where `fn` was written and how a fix reaches minijit (for `use_mine`: the
+    exercise notebook, and running `use_mine()` again); a failure of the piece repeats it.
     """
     piece = _piece(name)
     if not callable(fn):
@@ -167,6 +183,10 @@ def use(name: str, fn: Callable[..., Any], *, verify: bool = True) -> _Switch:
     with _lock:
         previous = _current[name]
         _switch({name: fn})
+        if origin is None:
+            _origins.pop(name, None)
+        else:
+            _origins[name] = origin
     return _Switch(name, previous)
 
 
@@ -189,14 +209,21 @@ def is_reference(name: str) -> bool:
 def call(name: str, *args, **kwargs):
     """Run piece `name` as it is now: minijit's own, or the learner's, with named errors."""
     fn = _current[name]
-    if fn is PIECES[name].reference:
-        return fn(*args, **kwargs)
+    if fn is PIECES[name].reference or _own_only.get():
+        return PIECES[name].reference(*args, **kwargs)
+    failure = None
     try:
         result = fn(*args, **kwargs)
     except PieceError:
         raise  # a nested call of a piece failed: its error already says which
     except Exception as e:
-        raise PieceError(name, _message(name, f"raised {type(e).__name__}: {e}")) from e
+        failure = e
+    if failure is not None:
+        # outside the `except`, so that minijit's own error does not show the piece's as
+        # its context
+        _raise_if_minijit_fails_too(name, args, kwargs)
+        raise PieceError(name, _message(name, f"raised {type(failure).__name__}: {failure}")
+                         ) from failure
     check = PIECES[name].check
     problem = check(result, *args, **kwargs) if check else None
     if problem:
@@ -216,8 +243,29 @@ def trial(fn: Callable[..., Any], *args, **kwargs):
 PIECE_RUNNERS = frozenset({call.__code__, trial.__code__})
 
 
+def _raise_if_minijit_fails_too(name: str, args: tuple, kwargs: dict) -> None:
+    """Run minijit's own piece where the learner's raised: its error, if it raises one too,
+    is the program's, and goes on unchanged, as it would without the learner's piece."""
+    error = None
+    token = _own_only.set(True)
+    try:
+        PIECES[name].reference(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - whatever minijit's own raises is the program's
+        error = e
+    finally:
+        _own_only.reset(token)
+    if error is not None:
+        raise error
+
+
 def _message(name: str, what: str) -> str:
-    return (f"your {name} (switched in with minijit.build.use) {what}\n"
-            f"  minijit runs your {name} until you switch back: fix it and call "
-            f"build.use({name!r}, ...) again, or use minijit's own with "
+    origin = _origins.get(name)
+    if origin is None:
+        return (f"your {name} (switched in with minijit.build.use) {what}\n"
+                f"  minijit runs your {name} until you switch back: fix it and call "
+                f"build.use({name!r}, ...) again, or use minijit's own with "
+                f"build.reset({name!r}).")
+    return (f"your {name} ({origin}) {what}\n"
+            f"  minijit runs your {name} until you switch back: fix it there and run "
+            f"use_mine() again to pick the fix up, or use minijit's own with "
             f"build.reset({name!r}).")

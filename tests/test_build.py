@@ -141,6 +141,45 @@ def test_a_broken_piece_names_itself_and_reset_restores():
     np.testing.assert_array_equal(_cond_program(x), 2 * x)
 
 
+def _own_process_primitive(*args, **kwargs):
+    """A learner's process_primitive that is right: it hands over to minijit's own."""
+    from minijit.tracing import process_primitive
+
+    return process_primitive(*args, **kwargs)
+
+
+@pytest.mark.parametrize("program,args,error", [
+    (lambda a, b: a + b, (np.ones(3), np.ones(4)), TypeError),   # shapes, as in JAX
+    (lambda a, b: lax.add(a, b), (np.ones(3), np.ones(3, np.float32)), TypeError),  # dtypes
+    (lambda a, b: a.reshape(4), (np.ones(3), 0.0), TypeError),  # as in JAX
+])
+def test_the_programs_errors_pass_through_a_piece_unchanged(program, args, error):
+    with pytest.raises(error) as theirs:
+        mj.jit(program)(*args)
+    with build.use("process_primitive", _own_process_primitive, verify=False):
+        with pytest.raises(error) as ours:
+            mj.jit(program)(*args)
+    assert not isinstance(ours.value, build.PieceError)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_a_pieces_own_failure_names_where_it_came_from():
+    def broken(trace, primitive, tracers, params):
+        raise ZeroDivisionError("boom")
+
+    origin = "from ../exercises/02_tracing.ipynb, exercise ex02_process_primitive"
+    with build.use("process_primitive", broken, verify=False, origin=origin):
+        with pytest.raises(build.PieceError, match=r"your process_primitive \(from "
+                           r"\.\./exercises/02_tracing\.ipynb.*\) raised ZeroDivisionError"
+                           r"[\s\S]*run use_mine\(\) again") as e:
+            mj.make_jaxpr(lambda a: a * 2)(np.ones(3))
+    assert isinstance(e.value.__cause__, ZeroDivisionError)
+    # without an origin, the message says how to switch it in again by hand
+    with build.use("process_primitive", broken, verify=False):
+        with pytest.raises(build.PieceError, match=r"build\.use\('process_primitive'"):
+            mj.make_jaxpr(lambda a: a * 2)(np.ones(3))
+
+
 def test_a_wrong_result_is_caught_where_it_is_made():
     x = np.arange(3.0)
     closed = mj.make_jaxpr(lambda v: (v + 1.0, v * 2.0))(x)

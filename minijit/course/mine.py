@@ -195,7 +195,7 @@ def _shown(folder: Path) -> str:
 def _switch_in(name: str, folder: Path) -> str:
     """Switch in the learner's `name` from the notebook in `folder`: its status."""
     try:
-        return _use(name, _learners_function(name, folder))
+        return _use(name, _learners_function(name, folder), folder)
     except NotYours as e:
         why = str(e)
     except Exception as e:  # noqa: BLE001 - anything a learner's notebook does is reported
@@ -205,12 +205,14 @@ def _switch_in(name: str, folder: Path) -> str:
     return own(why)
 
 
-def _use(name: str, fn) -> str:
+def _use(name: str, fn, folder: Path) -> str:
     """`build.use(name, fn)`, which runs the selftest once more; its message, if it refuses,
     is captured (the table gives the reason)."""
     said = io.StringIO()
+    origin = (f"from {_shown(folder / (build.PIECES[name].chapter + '.ipynb'))}, exercise "
+              f"{WRITTEN_BY[name].exercise}, switched in by use_mine()")
     with contextlib.redirect_stderr(said):
-        build.use(name, fn)
+        build.use(name, fn, origin=origin)
     if build.using().get(name) is not fn:
         raise NotYours(f"build.use refused it: {_one_line(said.getvalue()) or 'no reason'}")
     return YOURS
