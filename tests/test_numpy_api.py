@@ -30,15 +30,28 @@ def test_reshape_to_a_bad_size(run):
     x = np.ones(6)
     f = {"eager": lambda x: mnp.reshape(x, (4, 2)), "traced": lambda x: mnp.reshape(x, (4, 2)),
          "method": lambda x: x.reshape(4, 2)}[run]
-    with pytest.raises(ValueError, match=re.escape("cannot reshape array of size 6 into shape "
-                                                   "(4, 2)")):
+    with pytest.raises(TypeError, match=re.escape("cannot reshape array of shape (6,) (size 6) "
+                                                  "into shape (4, 2) (size 8)")):
         f(mnp.asarray(x)) if run == "eager" else traced(f, x)
 
 
+@pytest.mark.parametrize("shape", [(4, 2), 4, (4, -1), (-1, -1)])  # JAX fails on (0, -1)
+def test_reshape_errors_are_jaxs(shape):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+
+    def error(reshape):
+        with pytest.raises(Exception) as info:
+            reshape(np.ones(6), shape)
+        return type(info.value), str(info.value).splitlines()[0]
+
+    assert error(mnp.reshape) == error(lambda x, s: jax.numpy.asarray(x).reshape(s))
+
+
 def test_reshape_with_two_unknown_dimensions():
-    with pytest.raises(ValueError, match="only specify one unknown dimension"):
+    with pytest.raises(TypeError, match="only specify one unknown axis size"):
         traced(lambda x: x.reshape(-1, -1), np.ones(6))
-    with pytest.raises(ValueError, match=re.escape("size 6 into shape (4, -1)")):
+    with pytest.raises(TypeError, match=re.escape("(size 6) into shape (4, -1) because")):
         traced(lambda x: x.reshape(4, -1), np.ones(6))
 
 

@@ -58,20 +58,25 @@ from minijit.numpy.util import (
 
 
 def reshape(x, shape, order="C"):
+    """`x` with the same elements in `shape` (one axis may be -1). A shape that does not fit
+    raises JAX's TypeError, in JAX's words (NumPy raises ValueError)."""
     if order != "C":
         raise NotImplementedError("minijit's reshape supports order='C' only")
     x = _operand_array(x)
+    given = shape
     shape = (shape,) if isinstance(shape, int) else tuple(operator.index(d) for d in shape)
     size = _aval(x).size
+    wrong = f"cannot reshape array of shape {_shape(x)} (size {size}) into shape {given}"
     if shape.count(-1) > 1:
-        raise ValueError("can only specify one unknown dimension")
+        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {given}")
     if -1 in shape:
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or size % known:
-            raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+            raise TypeError(f"{wrong} because the product of specified axis sizes ({known}) "
+                            f"does not evenly divide {size}")
         shape = tuple(size // known if d == -1 else d for d in shape)
     if math.prod(shape) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+        raise TypeError(f"{wrong} (size {math.prod(shape)})")
     return x if _shape(x) == shape else lax.reshape(x, shape)
 
 

@@ -34,9 +34,18 @@ from minijit.numpy.util import (
     broadcast_to,
 )
 
+# Shapes that do not broadcast fail as in JAX: a TypeError naming the first primitive JAX's
+# own implementation applies to both operands (`sub` for subtract, `rem` for floor_divide).
+_OP_NAMES = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor"}
+
+
+def _op(fn) -> str:
+    """The name JAX's error gives the primitive `fn` binds."""
+    return _OP_NAMES.get(fn.__name__, fn.__name__)
+
 
 def _binary(fn, x, y):
-    return fn(*_broadcast(*_promote(x, y)))
+    return fn(*_broadcast(*_promote(x, y), op=_op(fn)))
 
 
 def _float_operands(*xs):
@@ -49,13 +58,14 @@ def _float_operands(*xs):
 
 
 def _float_binary(fn, x, y):
-    return fn(*_broadcast(*_float_operands(x, y)))
+    return fn(*_broadcast(*_float_operands(x, y), op=_op(fn)))
 
 
 def add(x, y):
     # lax.add takes no bools (as in JAX); NumPy's and JAX's `+` on bools is a logical or.
     x, y = _promote(x, y)
-    return (lax.bitwise_or if _aval(x).dtype == dtypes.bool_ else lax.add)(*_broadcast(x, y))
+    fn = lax.bitwise_or if _aval(x).dtype == dtypes.bool_ else lax.add
+    return fn(*_broadcast(x, y, op=_op(fn)))
 
 
 def subtract(x, y):
@@ -64,7 +74,8 @@ def subtract(x, y):
 
 def multiply(x, y):
     x, y = _promote(x, y)
-    return (lax.bitwise_and if _aval(x).dtype == dtypes.bool_ else lax.mul)(*_broadcast(x, y))
+    fn = lax.bitwise_and if _aval(x).dtype == dtypes.bool_ else lax.mul
+    return fn(*_broadcast(x, y, op=_op(fn)))
 
 
 def true_divide(x, y):
@@ -74,7 +85,7 @@ def true_divide(x, y):
     # Straight to the float dtype: through the int one, `uint8_array / 256` would need 256 as
     # a uint8 (an OverflowError, or 0 when 256 is a traced argument, so inf).
     x, y = (_convert(v, target, weak) for v in xs)
-    return lax.div(*_broadcast(x, y))
+    return lax.div(*_broadcast(x, y, op="div"))
 
 
 divide = true_divide
@@ -86,7 +97,7 @@ def arctan2(x, y):
     xs = [_operand(x), _operand(y)]
     dtype, weak = _promoted_type(xs)
     target = dtypes.float_result(dtype)
-    return lax.atan2(*_broadcast(*(_convert(v, target, weak) for v in xs)))
+    return lax.atan2(*_broadcast(*(_convert(v, target, weak) for v in xs), op="atan2"))
 
 
 def _no_bool(*xs):
@@ -97,11 +108,13 @@ def _no_bool(*xs):
 
 
 def floor_divide(x, y):
-    return lax.floor_divide(*_broadcast(*_no_bool(*_promote(x, y))))
+    x, y = _no_bool(*_promote(x, y))
+    op = "div" if dtypes.is_int(_aval(x).dtype) else "rem"  # what JAX's error names
+    return lax.floor_divide(*_broadcast(x, y, op=op))
 
 
 def remainder(x, y):
-    return lax.remainder(*_broadcast(*_no_bool(*_promote(x, y))))
+    return lax.remainder(*_broadcast(*_no_bool(*_promote(x, y)), op="rem"))
 
 
 mod = remainder
@@ -118,7 +131,7 @@ def fmod(x, y):
     x, y = _no_bool(*_promote(x, y))
     if dtypes.is_int(_aval(x).dtype):
         y = where(equal(y, 0), 1, y)
-    return lax.rem(*_broadcast(*_promote(x, y)))
+    return lax.rem(*_broadcast(*_promote(x, y), op="rem"))
 
 
 def power(x, y):
@@ -130,7 +143,9 @@ def power(x, y):
             # NumPy's error; JAX raises a TypeError with the same meaning.
             raise ValueError("Integers to negative integer powers are not allowed.")
         return lax.integer_pow(x, y)
-    x, y = _broadcast(*_no_bool(*_promote(x, y)))
+    x, y = _no_bool(*_promote(x, y))
+    op = "and" if dtypes.is_int(_aval(x).dtype) else "pow"  # what JAX's error names
+    x, y = _broadcast(x, y, op=op)
     if not is_tracing() and dtypes.is_int(_aval(y).dtype) and np.any(np.asarray(y) < 0):
         # NumPy's error, where the values are known. Inside jit they are data, and every
         # backend gives a value instead (see `_power` in interpret.py).
@@ -213,16 +228,15 @@ def left_shift(x, y):
     """`x << y` (`lax.shift_left`) after JAX's promotion: two bools shift in int32, a float
     is refused (shifts take integers only), and an amount of at least the bit width, or a
     negative one, gives 0 (NumPy's is undefined)."""
-    return lax.shift_left(*_broadcast(*_no_bool(*_promote(x, y))))
+    return lax.shift_left(*_broadcast(*_no_bool(*_promote(x, y)), op="shift_left"))
 
 
 def right_shift(x, y):
     """`x >> y` after JAX's promotion: arithmetic for signed ints (`-8 >> 1` is -4; by the bit
     width or more, -1 or 0), logical for unsigned ones (zeros come in; by the width, 0)."""
-    x, y = _broadcast(*_no_bool(*_promote(x, y)))
-    if _aval(x).dtype.kind == "u":
-        return lax.shift_right_logical(x, y)
-    return lax.shift_right_arithmetic(x, y)  # floats fail here, with the primitive's error
+    x, y = _no_bool(*_promote(x, y))
+    fn = lax.shift_right_logical if _aval(x).dtype.kind == "u" else lax.shift_right_arithmetic
+    return fn(*_broadcast(x, y, op=_op(fn)))  # floats fail here, with the primitive's error
 
 
 bitwise_left_shift = left_shift  # NumPy 2's (and the array API's) names, as in JAX
@@ -254,7 +268,7 @@ def _logical(fn, x, y):
     int that does not fit the other operand's dtype wraps into it first, as in a comparison
     (`logical_and(int8_array, 2**31)` tests 0, so it is all False; 2**31 + 1 tests 1)."""
     x, y = _promote(x, y)
-    return fn(*_broadcast(*_promote(_as_bool(x), _as_bool(y))))
+    return fn(*_broadcast(*_promote(_as_bool(x), _as_bool(y)), op=_op(fn)))
 
 
 def logical_and(x, y):
@@ -417,7 +431,8 @@ def sinc(x):
 def hypot(x, y):
     """`sqrt(x**2 + y**2)` without overflow, JAX's way: the larger side times
     `sqrt(1 + (smaller / larger)**2)`; inf if either is infinite."""
-    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y)))
+    # JAX's hypot first applies `or` to both operands (testing for infinities): its error
+    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y), op="or"))
     x, y = lax.abs(x), lax.abs(y)
     infinite = logical_or(isposinf(x), isposinf(y))
     big, small = maximum(x, y), minimum(x, y)
@@ -430,7 +445,7 @@ def hypot(x, y):
 
 def logaddexp(x, y):
     """`log(exp(x) + exp(y))` without overflow: `max + log1p(exp(-|x - y|))` (JAX's)."""
-    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y)))
+    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y), op="max"))
     delta = subtract(x, y)
     tail = lax.log1p(lax.exp(lax.neg(lax.abs(delta))))
     return where(isnan(delta), add(x, y), add(maximum(x, y), tail))
@@ -438,7 +453,7 @@ def logaddexp(x, y):
 
 def logaddexp2(x, y):
     """`log2(2**x + 2**y)` without overflow, as `logaddexp` (JAX's formula)."""
-    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y)))
+    x, y = (_operand_array(v) for v in _broadcast(*_float_operands(x, y), op="max"))
     delta = subtract(x, y)
     tail = multiply(_float_constant(x, 1 / np.log(2)), lax.log1p(exp2(lax.neg(lax.abs(delta)))))
     return where(isnan(delta), add(x, y), add(maximum(x, y), tail))

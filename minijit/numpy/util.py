@@ -163,16 +163,25 @@ def _shape(x) -> tuple[int, ...]:
     return _aval(x).shape
 
 
-def broadcast_shapes(*shapes) -> tuple[int, ...]:
+def broadcast_shapes(*shapes, op: str | None = None) -> tuple[int, ...]:
+    """The shape `shapes` broadcast to. Shapes that do not broadcast raise JAX's errors:
+    from a binary operation (`op`: the name of the primitive JAX reports, `"add"` for
+    `x + y`) on operands of one rank, a TypeError, `add got incompatible shapes for
+    broadcasting: (3,), (4,).` (JAX's primitive finds it); otherwise (ranks differ, or
+    `where`, `mnp.broadcast_shapes`) a ValueError, `Incompatible shapes for broadcasting:
+    shapes=[(2, 3), (4,)]` (JAX finds it before any primitive runs). Both name the learner's
+    line."""
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        where = user_line()  # the learner's line: under jit the traceback is mostly minijit
-        raise ValueError(
-            "operands could not be broadcast together with shapes "
-            + " ".join(str(tuple(s)) for s in shapes)
-            + (f"\n  at {where}" if where else "")
-        ) from None
+        pass
+    shown = [tuple(s) for s in shapes]
+    where = user_line()  # the learner's line: under jit the traceback is mostly minijit
+    at = f"\n  at {where}" if where else ""
+    if op is not None and len({len(s) for s in shown}) == 1:
+        raise TypeError(f"{op} got incompatible shapes for broadcasting: "
+                        f"{', '.join(map(str, shown))}.{at}") from None
+    raise ValueError(f"Incompatible shapes for broadcasting: shapes={shown}{at}") from None
 
 
 def broadcast_to(x, shape):
@@ -191,9 +200,10 @@ def broadcast_to(x, shape):
     return lax.broadcast_in_dim(x, shape, dims)
 
 
-def _broadcast(*xs):
-    """Broadcast to a common shape; scalars stay scalars (primitives accept them as such)."""
-    shape = broadcast_shapes(*[_shape(x) for x in xs])
+def _broadcast(*xs, op: str | None = None):
+    """Broadcast to a common shape; scalars stay scalars (primitives accept them as such).
+    `op`: the primitive a failure names (see `broadcast_shapes`)."""
+    shape = broadcast_shapes(*[_shape(x) for x in xs], op=op)
     return [x if _shape(x) in ((), shape) else broadcast_to(x, shape) for x in xs]
 
 
