@@ -309,13 +309,22 @@ def test_ch03_question3_int_array_through_sin_converts_twice():
 # --------------------------------------------------------------------------- 04_jit_and_the_cache
 
 
+def test_ch04_section1_cache_size_is_a_private_name_in_jax_too():
+    norm = counted(lambda x: jnp.sqrt(jnp.sum(x * x)))
+    jnorm = jax.jit(norm)
+    for n in (1000, 500, 1000):
+        jnorm(np.ones(n))
+    assert jnorm._cache_size() == 2 and norm.calls == 2
+
+
 def test_ch04_section2_xla_compiles_once_per_new_length():
     compiled = jax.jit(gelu_jnp)
     with jax_log("jax_log_compiles") as log:
         for n in (1000, 1001, 1002, 1000):
             compiled(np.linspace(-3.0, 3.0, n)).block_until_ready()
-    assert log.getvalue().count("Finished XLA compilation") == 3
-    assert compiled._cache_size() == 3
+        compiled(np.linspace(-3.0, 3.0, 1000, dtype=np.float32)).block_until_ready()  # a dtype
+    assert log.getvalue().count("Finished XLA compilation") == 4
+    assert compiled._cache_size() == 4
     assert "f64[5000]" in compiled.lower(np.ones(5000)).compile().as_text()
 
 
@@ -375,6 +384,20 @@ def test_ch04_section3_static_values_retrace_and_are_hashable():
     assert type(e) is ValueError and "Non-hashable static arguments" in str(e)
 
 
+def test_ch04_section3_static_argnums_and_argnames_imply_each_other():
+    body = counted(lambda x, n: sum(x[i] for i in range(n)))
+    by_position = jax.jit(body, static_argnums=(1,))
+    assert by_position(np.arange(4.0), n=3) == 3.0  # static by name too: range(n) works
+    by_name = jax.jit(body, static_argnames=("n",))
+    assert by_name(np.arange(4.0), 3) == 3.0  # static by position too
+
+    @jax.jit(static_argnums=(1,))  # the decorator form of the book, in this release
+    def good_example(x, n):
+        return sum(x[i] for i in range(n))
+
+    assert good_example(np.arange(4.0), 4) == 6.0
+
+
 def test_ch04_section3_static_by_keyword_and_by_position_are_two_keys():
     body = counted(lambda x, n: sum(x[i] for i in range(n)))
     by_name = jax.jit(body, static_argnames=("n",))
@@ -385,15 +408,35 @@ def test_ch04_section3_static_by_keyword_and_by_position_are_two_keys():
 
 def test_ch04_section4_the_tracer_error_family():
     E = jax.errors
+    x = np.array([1.0, -5.0])
     absolute_total = jax.jit(lambda x: jnp.sum(x) if jnp.sum(x) > 0 else -jnp.sum(x))
-    assert type(error_of(absolute_total, np.array([1.0, -5.0]))) is E.TracerBoolConversionError
+    assert type(error_of(absolute_total, x)) is E.TracerBoolConversionError
+
+    def loop_while(x):
+        while jnp.sum(x) > 0:
+            x = x - 1.0
+        return x
+
+    def asserting(x):
+        assert jnp.sum(x) > 0
+        return x
+
+    # the table's first row: `while`, `and`, `or`, `not` and `assert` ask for a bool too
+    for fn in (loop_while, asserting, lambda x: (jnp.sum(x) > 0) and x,
+               lambda x: (jnp.sum(x) > 0) or x, lambda x: not jnp.sum(x) > 0):
+        assert type(error_of(jax.jit(fn), x)) is E.TracerBoolConversionError
+    assert issubclass(E.TracerBoolConversionError, E.ConcretizationTypeError)
     normalize = jax.jit(lambda x: x / float(jnp.max(x)))
     assert type(error_of(normalize, np.array([1.0, 2.0, 4.0]))) is E.ConcretizationTypeError
+    assert type(error_of(jax.jit(lambda x: int(jnp.max(x))), x)) is E.ConcretizationTypeError
     wave = jax.jit(lambda x: np.sin(x) * 2.0)
     assert type(error_of(wave, np.linspace(0.0, 1.0, 3))) is E.TracerArrayConversionError
-    for cls in (E.ConcretizationTypeError, E.TracerArrayConversionError):
+    assert type(error_of(jax.jit(np.asarray), x)) is E.TracerArrayConversionError
+    for cls in (E.ConcretizationTypeError, E.TracerBoolConversionError,
+                E.TracerIntegerConversionError, E.TracerArrayConversionError):
         assert issubclass(cls, TypeError)
-    assert not issubclass(E.TracerArrayConversionError, E.ConcretizationTypeError)
+    for cls in (E.TracerIntegerConversionError, E.TracerArrayConversionError):
+        assert not issubclass(cls, E.ConcretizationTypeError)
 
     def reset_first(x):
         x[0] = 1.0
