@@ -724,6 +724,67 @@ def test_ch06_section1_the_disable_jit_option_is_jax_disable_jit():
     assert hasattr(jax.config, "jax_disable_jit")
 
 
+def test_ch06_section1_there_is_no_cache_miss_parameter():
+    e = error_of(jax.jit, lambda x: x, cache_miss=True)
+    assert type(e) is TypeError and "cache_miss" in str(e)
+
+
+def test_ch06_section1_if_and_range_on_a_tracer_raise_different_classes():
+    def clip_total(x):
+        total = jnp.sum(x)
+        if total > 1.0:
+            return x / total
+        return x
+
+    def count_to(n):
+        return sum(range(n))
+
+    e = error_of(jax.jit(clip_total), np.array([1.0, 3.0]))
+    assert type(e) is jax.errors.TracerBoolConversionError
+    assert isinstance(e, jax.errors.ConcretizationTypeError)
+    e = error_of(jax.jit(count_to), 3)
+    assert type(e) is jax.errors.TracerIntegerConversionError
+    assert not isinstance(e, jax.errors.ConcretizationTypeError)
+    fixed = jax.jit(lambda x: lax.cond(jnp.sum(x) > 1.0, lambda x: x / jnp.sum(x),
+                                       lambda x: x, x))
+    np.testing.assert_array_equal(fixed(np.array([1.0, 3.0])), [0.25, 0.75])
+
+
+def test_ch06_section1_a_new_length_retraces_and_padding_before_the_call_does_not():
+    sum_squares = counted(lambda x: jnp.sum(x * x))
+    jitted = jax.jit(sum_squares)
+    for n in (3, 4, 3, 5, 4, 3):
+        jitted(np.ones(n))
+    assert sum_squares.calls == 3
+    padded = counted(lambda x: jnp.sum(x * x))
+    jitted = jax.jit(padded)
+    for n in (3, 4, 3, 5, 4, 3):
+        jitted(np.pad(np.ones(n), (0, 8 - n)))
+    assert padded.calls == 1
+
+
+def test_ch06_section1_mixed_types_promote_and_retrace_but_must_match_where_kept():
+    scale = counted(lambda x, s: x * s)
+    jitted = jax.jit(scale)
+    x = np.arange(3)
+    assert jitted(x, 2).dtype == np.int64 and jitted(x, 0.5).dtype == np.float64
+    assert scale.calls == 2
+    assert (jnp.ones(2, jnp.int32) + jnp.ones(2, jnp.float32)).dtype == jnp.float32
+    e = error_of(jax.jit(lambda p, x: lax.cond(p, lambda x: x, lambda x: x * 0.5, x)), True, x)
+    assert type(e) is TypeError and "cond branches must have equal output types" in str(e)
+    e = error_of(jax.jit(lambda n: lax.fori_loop(0, 3, lambda i, c: c * 0.5, n)), np.int64(3))
+    assert type(e) is TypeError and "carry" in str(e)
+
+
+def test_ch06_section1_jax_defaults_to_float32_without_x64():
+    jax.config.update("jax_enable_x64", False)
+    try:
+        assert jnp.ones(2).dtype == jnp.float32
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    assert jnp.ones(2).dtype == jnp.float64
+
+
 def test_ch06_section2_print_runs_per_trace_debug_print_per_call(capsys):
     @jax.jit
     def double(x):
@@ -749,6 +810,47 @@ def test_ch06_section2_debug_print_and_callback_are_equations():
     assert re.search(r"^    debug_print\[", text, re.M)
     assert "fmt=seen: {x}" in text
     assert re.search(r"^    debug_callback\[", text, re.M)
+
+
+def test_ch06_section2_staged_prints_run_per_iteration_and_in_the_branch_taken(capsys):
+    def sqrt_fixed(x, iterations):
+        def newton_step(y):
+            return 0.5 * (y + x / y)
+
+        def keep(y):
+            jax.debug.print("  converged: keep y")
+            return y
+
+        def body(i, y):
+            jax.debug.print("  iteration {i}: y = {y:.10f}", i=i, y=y)
+            return lax.cond(y * y > x, newton_step, keep, y)
+
+        return lax.fori_loop(0, iterations, body, x)
+
+    assert float(jax.jit(sqrt_fixed)(2.0, 6)) == pytest.approx(np.sqrt(2.0))
+    jax.effects_barrier()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == ["  iteration 0: y = 2.0000000000", "  iteration 1: y = 1.5000000000",
+                         "  iteration 2: y = 1.4166666667"]
+    assert len([line for line in lines if "iteration" in line]) == 6
+    assert lines.count("  converged: keep y") == 1
+
+
+def test_ch06_section2_debug_callback_runs_on_every_call_with_jax_arrays():
+    norms = []
+
+    @jax.jit
+    def step(x):
+        y = jnp.tanh(x) * 2.0
+        jax.debug.callback(lambda v: norms.append((type(v), float(np.linalg.norm(v)))), y)
+        return y - x
+
+    x = np.array([0.5, -1.0, 2.0])
+    for _ in range(5):
+        x = step(x)
+    jax.effects_barrier()
+    assert len(norms) == 5 and norms[0][1] == pytest.approx(2.6252, abs=1e-4)
+    assert all(issubclass(kind, jax.Array) for kind, _ in norms)  # minijit: its Arrays
 
 
 def test_ch06_section3_a_global_is_read_once_per_trace():
@@ -805,6 +907,19 @@ def test_ch06_section6_closest_previous_key():
     for x in [np.ones(3), np.ones(3), np.ones(4), np.ones(3, np.float32)]:
         ours(x)
     assert lines[-1] in ours.cache_misses[-1]
+
+
+def test_ch06_section6_jax_words_its_messages_otherwise_but_names_that_key():
+    norm = jax.jit(lambda x: jnp.sqrt(jnp.sum(x * x)))
+    with jax_log("jax_explain_cache_misses") as log:
+        for x in [np.ones(3), np.ones(3), np.ones(4), np.ones(3, np.float32)]:
+            norm(x)
+    text = log.getvalue()
+    assert "never seen function" in text
+    last = text.split("TRACING CACHE MISS")[-1]
+    assert ("all previously seen cache keys differ. For the closest previous key:\n"
+            "  different input types:\n  * at x, now f32[3] and before f64[3]") in last
+    assert norm._cache_size() == 3
 
 
 def test_ch06_section9_int_float_and_numpy_scalar_are_three_keys():
