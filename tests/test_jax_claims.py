@@ -166,6 +166,18 @@ def test_ch02_section4_error_classes_of_if_and_range():
                                                    E.TracerIntegerConversionError))
 
 
+def test_ch02_section4_range_of_a_traced_n_is_tracer_integer_conversion_error():
+    # "In current JAX (and minijit) it raises TracerIntegerConversionError"
+    def sum_first(x, n):
+        result = 0.0
+        for i in range(n):
+            result += x[i]
+        return result
+
+    e = error_of(jax.jit(sum_first), np.arange(4.0), 4)
+    assert type(e) is jax.errors.TracerIntegerConversionError
+
+
 def test_ch02_section4_jit_with_static_argnums_as_a_decorator():
     # "@jax.jit(static_argnums=(1,)) works only in JAX 0.8.1 and later"
     version = tuple(int(p) for p in re.findall(r"\d+", jax.__version__)[:3])
@@ -222,6 +234,8 @@ def test_ch03_section4_names_continue_with_two_letters():
 def test_ch03_section6_lax_add_needs_equal_ranks_not_equal_shapes():
     # minijit's primitives are stricter than lax's by design: the chapter says so
     assert lax.add(np.ones((2, 3)), np.ones((1, 3))).shape == (2, 3)  # size-1 axes broadcast
+    assert jaxpr_text(lax.add, np.ones((2, 3)), np.array(2.0)) == (  # a scalar with any shape
+        "{ lambda ; a:f64[2,3] b:f64[]. let c:f64[2,3] = add a b in (c,) }")
     e = error_of(lax.add, np.ones((2, 3)), np.ones(3))
     assert type(e) is TypeError and "same number of dimensions" in str(e)
     e = error_of(lax.add, np.ones(3), np.ones(4))
@@ -276,6 +290,45 @@ def test_ch03_section8_promotion_rows(label, fn, args, dtype, weak, value):
 def test_ch03_section8_numpy_refuses_int8_plus_300():
     with pytest.raises(OverflowError):
         np.array([100], np.int8) + 300
+
+
+def test_ch03_section8_int8_overflow_wraps_without_a_warning():
+    # "No error, no warning, in NumPy, JAX or minijit"
+    hundred = np.array([100], np.int8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert (hundred + hundred).tolist() == [-56]
+        assert jax.jit(lambda a, b: a + b)(hundred, hundred).tolist() == [-56]
+
+
+def test_ch03_section8_jax_lattice_also_holds_16_bit_and_complex_types():
+    # "JAX's lattice also holds bfloat16, float16 and the complex types"
+    assert jnp.promote_types(jnp.bfloat16, jnp.float16) == jnp.float32
+    assert jnp.promote_types(jnp.float16, jnp.int32) == jnp.float16
+    assert jnp.promote_types(jnp.complex64, jnp.float32) == jnp.complex64
+
+
+def test_ch03_exercise2_the_dtype_bugs_happen_in_jax_too():
+    # exercises/03_the_ir.ipynb, exercise 2 (ex03_dtype) and its hints
+    def elapsed(seconds, fractions, widen):
+        t = widen(seconds) + fractions
+        return t - t[0]
+
+    seconds = np.array([1_700_000_000, 1_700_000_003, 1_700_000_060], np.int32)
+    fractions = np.array([0.25, 0.5, 0.75], np.float32)
+    for widen in (lambda s: s, lambda s: s * 1.0):  # int32 + float32; a weak float64 + float32
+        lost = jax.jit(functools.partial(elapsed, widen=widen))(seconds, fractions)
+        assert lost.dtype == np.float32 and lost.tolist() == [0.0, 0.0, 0.0]
+    fixed = jax.jit(functools.partial(elapsed, widen=lambda s: s.astype(jnp.float64)))(
+        seconds, fractions)
+    assert fixed.dtype == np.float64 and fixed.tolist() == [0.0, 3.25, 60.5]
+    a = np.array([[3, 200], [7, 0]], np.uint8)
+    b = np.array([[5, 100], [7, 1]], np.uint8)
+    wrapped = jax.jit(lambda a, b: jnp.mean(jnp.abs(a - b)))(a, b)  # 3 - 5 is 254 in uint8
+    assert wrapped.dtype == np.float32 and float(wrapped) == (254 + 100 + 0 + 255) / 4
+    for narrow in (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32):
+        assert jnp.mean(np.ones(2, narrow)).dtype == np.float32  # narrower than 64 bits
+    assert jnp.mean(np.ones(2, np.int64)).dtype == np.float64
 
 
 def test_ch03_section8_bool_plus_bool_is_traced_as_or():
@@ -958,6 +1011,21 @@ def test_ch07_section3_xla_also_writes_a_cube_as_two_multiplications():
     cube = [line for line in hlo.splitlines() if re.match(r"\s*%integer_pow\.\d+ = f64", line)]
     assert len(cube) == 2 and all(" multiply(" in line for line in cube)
     assert " power(" not in hlo
+
+
+# --------------------------------------------------------------------------- 08_fusion_and_buffers
+
+
+def test_ch08_section1_xla_on_cpu_keeps_sibling_fusions_apart():
+    # "On the CPU, JAX 0.10.2 leaves these siblings apart: jax.jit(three_of_x) compiles to
+    # three loop fusions, each reading all of x"
+    def three_of_x(x):
+        return x * 2.0, jnp.sin(x), jnp.exp(x) + 1.0
+
+    x = np.random.default_rng(0).normal(size=(256, 512))
+    kernels = xla_kernels(jax.jit(three_of_x).lower(x).compile().as_text())
+    assert sorted(k.primitives for k in kernels) == [("exp", "add"), ("mul",), ("sin",)]
+    assert all(k.reads == ("an argument",) and k.shape == "f64[256,512]" for k in kernels)
 
 
 # --------------------------------------------------------------------------- 09_code_generation

@@ -6,8 +6,10 @@ minijit itself (the build track, `minijit.build`).
   leave broadcasting to ``minijit.numpy``). Graded on hidden shapes, directly and through
   minijit: one probe registers the learner's rule for a fresh ``Primitive`` and reads the
   output type from ``mj.make_jaxpr``.
-- ``ex03_dtype`` (int/float mixing): two functions whose integer accumulator silently
-  truncates or fails to match the loop's float values; fixed with an explicit dtype.
+- ``ex03_dtype`` (dtype mixing, section 8): two functions that run without an error and
+  return wrong numbers, because of the dtype that promotion picks: ``int32 + float32`` is
+  float32 in JAX's lattice (timestamps near 1.7e9 lose their seconds), and ``uint8 - uint8``
+  stays uint8 (a negative difference wraps). Fixed with an explicit dtype before the operation.
 - ``ex03_eval_jaxpr`` (build): the interpreter ``eval_jaxpr(jaxpr, consts, *args)``. Each
   case is one program of ``minijit.grading.programs``, run with the learner's function
   switched in (``build.use``): called directly, through ``jit(backend="interpreter")``, and
@@ -79,34 +81,34 @@ def _clash(x: tuple, y: tuple) -> Case:
 # ------------------------------------------------------------------------ ex03_dtype
 
 
-def probe_fractions(ns, counts):
+def probe_elapsed(ns, seconds, fractions):
     import minijit as mj
 
-    return np.asarray(mj.jit(get(ns, "fractions"))(np.asarray(counts, dtype=np.int64)))
+    return np.asarray(mj.jit(get(ns, "elapsed"))(np.asarray(seconds, dtype=np.int32),
+                                                 np.asarray(fractions, dtype=np.float32)))
 
 
-def probe_half_sum(ns, values):
+def probe_mean_abs_diff(ns, a, b):
     import minijit as mj
 
-    return np.asarray(mj.jit(get(ns, "half_sum"))(np.asarray(values, dtype=np.int64)))
+    return np.asarray(mj.jit(get(ns, "mean_abs_diff"))(np.asarray(a, dtype=np.uint8),
+                                                       np.asarray(b, dtype=np.uint8)))
 
 
 def _reference_dtype():
     import minijit.numpy as mnp
-    from minijit import lax
 
-    def fractions(counts):
-        out = mnp.zeros(counts.shape, dtype=mnp.float64)
-        total = mnp.sum(counts)
-        for i in range(counts.shape[0]):
-            out = out.at[i].set(counts[i] / total)
-        return out
+    def elapsed(seconds, fractions):
+        t = seconds.astype(mnp.float64) + fractions
+        return t - t[0]
 
-    def half_sum(values):
-        return lax.fori_loop(0, values.shape[0], lambda i, acc: acc + values[i] * 0.5,
-                             mnp.zeros((), dtype=mnp.float64))
+    def mean_abs_diff(a, b):
+        return mnp.mean(mnp.abs(a.astype(mnp.float64) - b.astype(mnp.float64)))
 
-    return {"fractions": fractions, "half_sum": half_sum}
+    return {"elapsed": elapsed, "mean_abs_diff": mean_abs_diff}
+
+
+_SECONDS = [1_700_000_000, 1_700_000_003, 1_700_000_060]
 
 
 EXERCISES = [
@@ -163,38 +165,42 @@ EXERCISES = [
         },
     ),
     Exercise(
-        id="ex03_dtype", points=2, title="Fix an int/float dtype bug",
+        id="ex03_dtype", points=2, title="Fix two dtype bugs",
         chapter="03_the_ir", section="8. Mixing dtypes",
         hint=Hint(
-            pitfall=("An array made from another takes its dtype: an accumulator made from "
-                     "int64 counts is int64, so every fraction stored into it is truncated to "
-                     "0 (the convert_element_type in the jaxpr shows where), and converting "
-                     "the result afterwards is too late. The accumulator must be float64 from "
-                     "the start."),
-            code=("Pass dtype=mnp.float64 where the accumulator is created: mnp.zeros(shape, "
-                  "dtype=...) instead of zeros_like in fractions, and the same for "
-                  "half_sum's initial carry, a scalar (shape ()).")),
-        probe=probe_fractions,
+            pitfall=("Converting the result is too late: by then the float32 sum has rounded "
+                     "the seconds away (near 1.7e9, float32 values are 128 apart), and the "
+                     "uint8 difference has wrapped around. Convert an operand before the "
+                     "operation that goes wrong. A weak Python float does not help: "
+                     "seconds * 1.0 is a weak float64, and a weak float meets float32 as "
+                     "float32."),
+            code=("t = seconds.astype(mnp.float64) + fractions (float64 + float32 is "
+                  "float64), then t - t[0]; for the images, a.astype(mnp.float64) - "
+                  "b.astype(mnp.float64) before mnp.abs and mnp.mean (the mean of an int "
+                  "array narrower than 64 bits is float32, as in JAX).")),
+        probe=probe_elapsed,
         reference=_reference_dtype,
         public=(
-            Case("fractions of [1, 1, 2]", ([1, 1, 2],)),
-            Case("half_sum of [1, 2, 3]", ([1, 2, 3],), probe=probe_half_sum),
+            Case("elapsed: the three readings of the notebook", (_SECONDS, [0.25, 0.5, 0.75])),
+            Case("mean_abs_diff: the 2x2 images of the notebook",
+                 ([[3, 200], [7, 0]], [[5, 100], [7, 1]]), probe=probe_mean_abs_diff),
         ),
         hidden=(
-            Case("fractions of [5]", ([5],)),
-            Case("fractions of [3, 0, 1, 4]", ([3, 0, 1, 4],)),
-            Case("half_sum of [7]", ([7],), probe=probe_half_sum),
-            Case("half_sum of [1, -3, 10, 4]", ([1, -3, 10, 4],), probe=probe_half_sum),
+            Case("elapsed: one reading", ([1_700_000_000], [0.5])),
+            Case("elapsed: a reading before the first",
+                 ([1_700_000_100, 1_700_000_000, 1_700_000_101], [0.0, 0.125, 0.5])),
+            Case("elapsed: near the largest int32",
+                 ([2_147_483_000, 2_147_483_647], [0.75, 0.25])),
+            Case("elapsed: small timestamps", ([0, 1, 2, 10], [0.1, 0.2, 0.3, 0.4])),
+            Case("mean_abs_diff: equal images", ([[9, 9], [250, 0]], [[9, 9], [250, 0]]),
+                 probe=probe_mean_abs_diff),
+            Case("mean_abs_diff: black against white", ([0, 0, 0], [255, 255, 255]),
+                 probe=probe_mean_abs_diff),
+            Case("mean_abs_diff: b brighter everywhere",
+                 ([[1, 2, 3], [4, 5, 6]], [[10, 20, 30], [40, 50, 60]]),
+                 probe=probe_mean_abs_diff),
+            Case("mean_abs_diff: one pixel", ([17], [200]), probe=probe_mean_abs_diff),
         ),
-        error_hints={
-            "TypeError": Hint(
-                pitfall=("A loop carry keeps one dtype from the first iteration to the last, "
-                         "and its initial value decides which: an int carry cannot hold the "
-                         "float the body returns, so fori_loop refuses it (the message names "
-                         "both types)."),
-                code=("Start the carry as a float64 scalar: mnp.zeros((), dtype=...) with "
-                      "mnp.float64, not values.dtype.")),
-        },
     ),
 ]
 
