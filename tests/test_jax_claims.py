@@ -647,6 +647,48 @@ def test_ch05_section4_weak_initial_carry_and_traced_index():
     assert ops == ["lt", "convert_element_type", "add", "select_n", "dynamic_slice"]
 
 
+def test_ch05_section4_xla_knows_the_trip_count_of_a_loop_with_constant_bounds():
+    values = np.array([0.5, 2.0, 10.0, 1e4])
+    newton = jax.jit(lambda x: lax.fori_loop(0, 5, lambda i, y: 0.5 * (y + x / y), x))
+    assert '"known_trip_count":{"n":"5"}' in newton.lower(values).compile().as_text()
+
+
+def test_ch05_section4_cond_joins_what_its_branches_capture():
+    def shifted(x, y, flag, cond=lax.cond):
+        return cond(flag, lambda v: v * y, lambda v: v - y * x, x)
+
+    args = (np.ones(3), np.ones(3), True)
+    theirs = jaxpr_text(shifted, *args)
+    assert "] d b a a" in theirs  # the index, y and x captured, then x as the operand
+    assert theirs == minijit_text(functools.partial(shifted, cond=mlax.cond), *args)
+
+    # true_fun's captured values first, each outer value once
+    def three(x, y, z, flag, cond=lax.cond):
+        return cond(flag, lambda v: v * y + z, lambda v: v - y * x, z)
+
+    theirs = jaxpr_text(three, *args[:2], np.ones(3), True)
+    assert "] e b c a c" in theirs
+    assert theirs == minijit_text(functools.partial(three, cond=mlax.cond),
+                                  *args[:2], np.ones(3), True)
+
+
+def test_ch05_section4_a_capture_is_passed_in_at_each_level():
+    def pull_towards(x, y, np_=jnp, lax_=lax):
+        def step(carry):
+            v, k = carry
+            v = lax_.cond(np_.sum(v) > np_.sum(y), lambda u: u - 0.5 * y, lambda u: u + y, v)
+            return v, k + 1
+
+        return lax_.while_loop(lambda carry: carry[1] < 6, step, (x, 0))[0]
+
+    args = (np.array([4.0, -1.0, 2.0]), np.array([0.5, 1.0, -0.25]))
+    theirs = jaxpr_text(pull_towards, *args)
+    assert "body_nconsts=1" in theirs and "cond_nconsts=0" in theirs
+    assert "] b a 0:i64[]" in theirs and "] j d e" in theirs
+    assert theirs.replace(" out_sharding=None", "") == minijit_text(
+        functools.partial(pull_towards, np_=mnp, lax_=mlax), *args)
+
+
 def test_ch05_section5_a_carry_keeps_its_dtype_and_shape():
     def mean_of(x):
         return lax.fori_loop(0, x.shape[0], lambda i, acc: acc + x[i] / x.shape[0],
@@ -668,6 +710,10 @@ def test_ch05_section5_a_carry_keeps_its_dtype_and_shape():
     e = error_of(jax.jit(lambda p, x: lax.cond(p, lambda x: x, lambda x: x * 0.5, x)),
                  True, np.arange(3))
     assert type(e) is TypeError and "cond branches must have equal output types" in str(e)
+    for body, what in [(lambda c, x: (c.astype(jnp.int64), x), "dtypes do not match"),
+                       (lambda c, x: (jnp.concatenate([c, c]), x), "shapes do not match")]:
+        e = error_of(jax.make_jaxpr(functools.partial(lax.scan, body, jnp.zeros(1))), np.ones(3))
+        assert type(e) is TypeError and what in str(e)
 
 
 def test_ch05_section6_switch_clamps_its_index():
@@ -688,6 +734,12 @@ def test_ch05_section6_switch_clamps_its_index():
     text = jaxpr_text(theirs, 1, x5)
     assert re.search(r"\w+:i32\[\] = clamp 0:i32\[\] \w+ 2:i32\[\]", text)
     assert text == minijit_text(ours, 1, x5)
+
+    # jitted, it is one `jit` equation named after the function, its body the traced one
+    theirs.__name__ = ours.__name__ = "activate"
+    text = jaxpr_text(jax.jit(theirs), 1, x5)
+    assert text.count("jit[") == 1 and "name=activate" in text
+    assert text == minijit_text(mj.jit(ours), 1, x5)
 
 
 def test_ch05_section6_scan_returns_the_carry_and_the_stacked_outputs():
