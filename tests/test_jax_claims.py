@@ -114,6 +114,26 @@ def test_ch00_jaxpr_is_minijits_text_plus_out_sharding():
                                   "reduce_sum[axes=(0,) out_sharding=None]")
 
 
+def test_ch00_without_64_bit_mode_the_jaxpr_says_f32():
+    # "Without 64-bit mode JAX's arrays default to float32, and it would print f32[5]."
+    def f(x):
+        return jnp.sum(jnp.sin(x) * 2.0 + x)
+
+    jax.config.update("jax_enable_x64", False)
+    try:
+        text = jaxpr_text(f, np.linspace(0.0, 1.0, 5))
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    assert text.startswith("{ lambda ; a:f32[5]. let") and "f64" not in text
+
+
+def test_ch00_the_api_names_are_jaxs():
+    # "minijit.jit, minijit.make_jaxpr, minijit.numpy, minijit.lax, minijit.debug.print"
+    for name in ("jit", "make_jaxpr", "numpy", "lax", "debug"):
+        assert hasattr(jax, name) and hasattr(mj, name)
+    assert callable(jax.debug.print) and callable(mj.debug.print)
+
+
 # --------------------------------------------------------------------------- 01_why_jit
 
 
@@ -125,6 +145,34 @@ def test_ch01_section2_one_trace_per_new_shape_and_dtype():
     for arg in [x, x, x, small, small, small.astype(np.float32), x]:
         g(arg)
     assert f.calls == 3 and g._cache_size() == 3  # private in JAX too
+
+
+def test_ch01_section1_x_cubed_is_one_integer_pow_equation():
+    # "minijit records x**3 as a single equation, integer_pow[y=3], as jax.make_jaxpr does"
+    def cube(x, np_=jnp):
+        return 0.044715 * x**3
+
+    x = np.linspace(-4.0, 4.0, 5)
+    theirs = jaxpr_text(cube, x)
+    assert "b:f64[5] = integer_pow[y=3] a" in theirs
+    assert theirs == minijit_text(functools.partial(cube, np_=mnp), x)
+
+
+def test_ch01_section1_jax_looks_up_its_cache_in_cpp():
+    # "Real JAX does the first of these steps (the arguments, the key, the look-up) in C++"
+    jitted = jax.jit(lambda x: x * 2.0)
+    assert type(jitted).__name__ == "PjitFunction" and type(jitted).__module__ == "jaxlib._jax"
+    assert type(type(jitted).__call__).__name__ == "wrapper_descriptor"  # a C slot, not Python
+
+
+def test_ch01_section3_jax_traces_and_compiles_each_new_shape():
+    # "jax.jit and mj.jit trace once per new shape too, and JAX compiles each new shape"
+    f = counted(lambda x: 0.5 * x * (1.0 + jnp.tanh(x)))
+    jitted = jax.jit(f)
+    with jax_log("jax_log_compiles") as log:
+        for n in (10, 31, 100, 10):
+            jitted(np.linspace(-4.0, 4.0, n)).block_until_ready()
+    assert f.calls == 3 and log.getvalue().count("Finished XLA compilation") == 3
 
 
 # --------------------------------------------------------------------------- 02_tracing
@@ -1065,6 +1113,20 @@ def test_ch07_section3_xla_also_writes_a_cube_as_two_multiplications():
     assert " power(" not in hlo
 
 
+def test_ch07_section5_the_printer_writes_a_value_nothing_reads_as_underscore():
+    def leftovers(x):
+        s = jnp.sin(x)
+        c = jnp.cos(x)
+        jnp.exp(c) * 2.0
+        jax.debug.print("cos x = {}", c)
+        return s * x
+
+    text = jaxpr_text(leftovers, np.ones(3))
+    assert re.search(r"^    d:f64\[3\] = exp c$", text, re.M)
+    assert re.search(r"^    _:f64\[3\] = mul d 2\.0:f64\[\]$", text, re.M)
+    assert re.search(r"^    debug_print\[", text, re.M)  # no outputs: nothing on the left
+
+
 # --------------------------------------------------------------------------- 08_fusion_and_buffers
 
 
@@ -1102,6 +1164,36 @@ def test_ch09_section2_max_of_signed_zeros_is_positive_zero():
         assert np.signbit(jax.jit(jnp.maximum)(*pair)) == np.False_
 
 
+def test_ch09_section2_max_lets_a_nan_win():
+    for pair in ([np.nan, 1.0], [1.0, np.nan]):
+        assert np.isnan(jax.jit(jnp.maximum)(*pair))
+        assert np.isnan(jax.jit(jnp.max)(np.array(pair)))
+
+
+def test_ch09_section2_fori_loop_with_static_bounds_records_a_scan():
+    def newton_sqrt(a, lax_=lax):
+        return lax_.fori_loop(0, 8, lambda i, y: y - (y * y - a) / (2.0 * y), a * 0.5 + 0.5)
+
+    positive = np.linspace(0.5, 1.5, 4)
+    theirs = jaxpr_text(newton_sqrt, positive)
+    assert "scan[" in theirs and "length=8" in theirs and "fori_loop" not in theirs
+    assert theirs == minijit_text(functools.partial(newton_sqrt, lax_=mlax), positive)
+
+
+def test_ch09_section2_cond_takes_its_boolean_as_an_int32_index_false_first():
+    def scale_or_flip(x, np_=jnp, lax_=lax):
+        total = np_.sum(x)
+        return lax_.cond(total > 0, lambda x: x / total, lambda x: -x, x)
+
+    positive = np.linspace(0.5, 1.5, 4)
+    theirs = jaxpr_text(scale_or_flip, positive)
+    assert "d:i32[] = convert_element_type[new_dtype=int32 weak_type=False] c" in theirs
+    first_branch = theirs[theirs.index("branches=("):].splitlines()[1]
+    assert "neg" in first_branch  # branches[0] is the false branch
+    ours = minijit_text(functools.partial(scale_or_flip, np_=mnp, lax_=mlax), positive)
+    assert theirs.replace(" out_sharding=None", "") == ours
+
+
 def test_ch09_section6_gammaln_binds_the_lgamma_primitive():
     import jax.scipy.special
 
@@ -1127,6 +1219,9 @@ def test_ch10_section5_softmax_is_four_kernels_and_the_row_sum_reads_stored_exps
         "kernel 3 writes f64[1000], reads kernel 2: div",
         "kernel 4 writes f64[1000,500], reads kernel 1, kernel 3: div",
     ]
+    from minijit.course.on_jax import RECORDED_SOFTMAX_KERNELS
+
+    assert [str(k) for k in xla_kernels(hlo)] == RECORDED_SOFTMAX_KERNELS["kernels"]
 
 
 def test_ch10_section5_xla_computes_tanh_its_own_way():
@@ -1135,6 +1230,39 @@ def test_ch10_section5_xla_computes_tanh_its_own_way():
     theirs, numpys = np.asarray(jax.jit(jnp.tanh)(x)), np.tanh(x)
     ulps = np.abs(theirs.view(np.int64) - numpys.view(np.int64))
     assert 0 < ulps.max() <= 16 and np.mean(ulps == 0) < 0.9
+
+
+def test_ch10_section5_xla_computes_exp_its_own_way():
+    x = np.linspace(-700.0, 700.0, 200_001)
+    theirs, numpys = np.asarray(jax.jit(jnp.exp)(x)), np.exp(x)
+    ulps = np.abs(theirs.view(np.int64) - numpys.view(np.int64))
+    assert 0 < ulps.max() <= 16
+
+
+def test_ch10_section5_a_new_shape_is_a_new_xla_compile():
+    # GELU on 1,000 elements after a million: XLA compiles again; the same shape again does not
+    jitted = jax.jit(lambda x: gelu_jnp(x))  # a new function: nothing of it compiled yet
+    with jax_log("jax_log_compiles") as log:
+        for n in (1_000_000, 1000, 1000):
+            jitted(np.ones(n)).block_until_ready()
+    assert log.getvalue().count("Finished XLA compilation") == 2
+
+
+def test_ch10_section5_xla_splits_big_loops_over_threads():
+    import os
+
+    from minijit.course.on_jax import xla_threads
+
+    big = jax.jit(gelu_jnp).lower(np.ones(1_000_000)).compile().as_text()
+    small = jax.jit(gelu_jnp).lower(np.ones(1000)).compile().as_text()
+    assert xla_threads(small) == 1
+    if (os.cpu_count() or 1) >= 2:
+        assert xla_threads(big) >= 2
+
+
+def test_ch10_section5_jax_looks_up_its_cache_in_cpp():
+    jitted = jax.jit(gelu_jnp)
+    assert type(jitted).__name__ == "PjitFunction" and type(jitted).__module__ == "jaxlib._jax"
 
 
 def test_ch10_section5_the_mandelbrot_scan_runs_every_step():
@@ -1167,3 +1295,45 @@ def test_ch10_section5_async_dispatch_and_the_disk_cache_option():
     out = jax.jit(gelu_jnp)(np.ones(1000))
     assert callable(out.block_until_ready) and callable(out.is_ready)
     assert hasattr(jax.config, "jax_compilation_cache_dir")
+
+
+def test_ch10_section6_the_pitfall_tables_errors_and_symptoms(capsys):
+    E = jax.errors
+    branchy = jax.jit(lambda x: x if x.sum() > 0 else -x)
+    assert type(error_of(branchy, np.ones(3))) is E.TracerBoolConversionError
+    looped = jax.jit(lambda x, n: sum(x[i] for i in range(n)))
+    assert type(error_of(looped, np.ones(3), 2)) is E.TracerIntegerConversionError
+    assert type(error_of(jax.jit(lambda x: np.sin(x)), np.ones(3))) is \
+        E.TracerArrayConversionError
+
+    def in_place(x):
+        x[0] = 1.0
+        return x
+
+    assert type(error_of(jax.jit(in_place), np.zeros(3))) is TypeError
+    static = jax.jit(lambda x, n: x * len(n), static_argnums=1)
+    assert type(error_of(static, np.ones(3), [1, 2])) is ValueError
+
+    @jax.jit
+    def printed(x):
+        print("traced")
+        return x + 1.0
+
+    for x in (np.ones(3), np.zeros(3), np.ones(4)):
+        printed(x)
+    assert capsys.readouterr().out.count("traced") == 2  # once per trace, not per call
+    assert jnp.asarray(np.arange(3)).dtype == np.int64
+    assert (jnp.asarray(np.arange(3)) + 0.5).dtype == np.float64  # int + 0.5 is float
+    assert (jnp.asarray(np.arange(3), jnp.int8) + 1).dtype == np.int8  # a weak Python int
+
+
+def test_ch10_section6_float32_differs_after_about_seven_digits():
+    x = np.linspace(0.1, 10.0, 1000)
+    jax.config.update("jax_enable_x64", False)
+    try:
+        single = np.asarray(jax.jit(lambda x: jnp.exp(jnp.sin(x)) * x)(x))
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    double = np.exp(np.sin(x)) * x
+    assert single.dtype == np.float32
+    assert 1e-8 < np.max(np.abs(single - double) / np.abs(double)) < 1e-6
