@@ -147,6 +147,12 @@ def _parse(shape, index, updating: bool = False) -> tuple[list[_Axis], list[int]
             try:
                 k = operator.index(i)
             except TypeError:
+                if isinstance(i, str):  # JAX's errors: no index is a string or a float
+                    raise TypeError(f"JAX does not support string indexing; got idx={i!r}"
+                                    ) from None
+                if isinstance(i, (float, np.floating)):
+                    raise TypeError("Indexer must have integer or boolean type, got indexer "
+                                    f"with type {np.result_type(i)}") from None
                 raise IndexError(_UNSUPPORTED.format(f"{i!r}")) from None
             if not -d <= k < d:
                 if updating:

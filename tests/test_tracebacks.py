@@ -123,7 +123,7 @@ CASES = [
     ("learner_error_inside_jit", "mj.jit(lambda a: {}['missing'])(x)", "KeyError"),
     ("unsupported_index_inside_jit", "mj.jit(lambda a: a[np.array([0, 1])])(x)", "IndexError"),
     ("list_index_inside_jit", "mj.jit(lambda a: a[[0, 1]])(x)", "TypeError"),
-    ("float_index_inside_jit", "mj.jit(lambda a: a[1.5])(x)", "IndexError"),
+    ("float_index_inside_jit", "mj.jit(lambda a: a[1.5])(x)", "TypeError"),
     ("nested_jit_error", "inner = mj.jit(branchy)\nmj.jit(lambda a: inner(a) * 2)(x)",
      "TracerBoolConversionError"),
     # calling a jitted function: errors while running, on the cached fast path too
@@ -170,10 +170,10 @@ CASES = [
     # minijit.numpy, eagerly
     ("mnp_broadcast_error", "mnp.add(np.ones(3), np.ones(4))", "TypeError"),
     ("mnp_reshape_error", "mnp.reshape(np.ones(6), (4,))", "TypeError"),
-    ("mnp_sum_bad_axis", "mnp.sum(x, axis=3)", "ValueError"),
+    ("mnp_sum_bad_axis", "mnp.sum(x, axis=3)", "AxisError"),
     ("mnp_asarray_string", "mnp.asarray('abc')", "TypeError"),
-    ("mnp_concatenate_ranks", "mnp.concatenate([np.ones(3), np.ones((2, 2))])", "ValueError"),
-    ("mnp_matmul_shapes", "mnp.matmul(np.ones((2, 3)), np.ones((2, 3)))", "ValueError"),
+    ("mnp_concatenate_ranks", "mnp.concatenate([np.ones(3), np.ones((2, 2))])", "TypeError"),
+    ("mnp_matmul_shapes", "mnp.matmul(np.ones((2, 3)), np.ones((2, 3)))", "TypeError"),
     ("mnp_huge_int", "mnp.add(2**70, 1)", "OverflowError"),
     ("at_too_many_indices", "mnp.asarray(x).at[1, 2].set(0.0)", "IndexError"),
     ("at_get_too_many_indices", "mnp.asarray(x).at[1, 2].get()", "IndexError"),

@@ -161,16 +161,17 @@ def concatenate(arrays: Sequence, axis=0):
     ndim = arrays[0].ndim
     if ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
-    if any(a.ndim != ndim for a in arrays):
-        raise ValueError("all the input arrays must have the same number of dimensions")
+    shapes = ", ".join(str(_shape(a)) for a in arrays)
+    if any(a.ndim != ndim for a in arrays):  # JAX's TypeError (NumPy's is a ValueError)
+        raise TypeError("Cannot concatenate arrays with different numbers of dimensions: got "
+                        f"{shapes}.")
     axis = axis % ndim
-    for a in arrays[1:]:
-        for k, (d, d0) in enumerate(zip(_shape(a), _shape(arrays[0]))):
-            if k != axis and d != d0:
-                raise ValueError(
-                    "all the input array dimensions except for the concatenation axis must "
-                    f"match exactly, but along dimension {k}, the array at index 0 has size "
-                    f"{d0} and another array has size {d}")
+    if any(d != d0 for a in arrays[1:] for k, (d, d0) in enumerate(zip(_shape(a),
+                                                                      _shape(arrays[0])))
+           if k != axis):
+        raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other "
+                        f"than the one being concatenated: concatenating along dimension "
+                        f"{axis} for shapes {shapes}.")
     return lax.concatenate(arrays, axis)
 
 

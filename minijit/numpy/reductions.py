@@ -397,14 +397,16 @@ def dot(a, b):
 def matmul(a, b):
     a, b = _promote(a, b)
     a, b = _operand_array(a), _operand_array(b)
-    if a.ndim == 0 or b.ndim == 0:
-        raise ValueError("matmul: input operand does not have enough dimensions (use *)")
+    for k, operand in enumerate((a, b)):
+        if operand.ndim == 0:  # JAX's words; `*` multiplies by a scalar
+            raise ValueError(f"matmul input operand {k} must have ndim at least 1, but it "
+                             "has ndim 0\n  (to multiply by a scalar, use *)")
     if a.ndim > 2 or b.ndim > 2:
         raise NotImplementedError(
             f"minijit's matmul supports 1-D and 2-D arrays, got shapes {a.shape} and {b.shape}"
         )
-    if a.shape[-1] != b.shape[0]:
-        raise ValueError(
+    if a.shape[-1] != b.shape[0]:  # JAX's class, TypeError (NumPy's is a ValueError)
+        raise TypeError(
             f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
             f"{a.shape[-1]} (last axis of the first) != {b.shape[0]} (first axis of the second)"
         )

@@ -222,7 +222,9 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
                 "static_argnames), or pass a Python int." + (f"\n  at {where}" if where else ""))
         a = operator.index(a)
         if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+            # NumPy's AxisError is both a ValueError (what JAX raises for most functions) and
+            # an IndexError (what it raises for some, such as argmax): either except catches it
+            raise np.exceptions.AxisError(a, ndim)
         out.append(a % ndim)
     if len(set(out)) != len(out):
         raise ValueError("duplicate value in 'axis'")
