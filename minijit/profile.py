@@ -2,8 +2,9 @@
 
 Every cache entry records how long its trace, optimization, code generation and compilation
 took, and how many calls it served. With `config.update("profile_execution", True)` it also
-times each call (off by default: the timers would be a tenth of a cached call's cost), and
-`per_call_us` is the mean over the timed calls. `profile(f)` returns those rows;
+times each call (off by default: reading the clock twice per call is a large share of a
+cached call on the Numba backend, as chapter 06 measures), and `per_call_us` is the mean
+over the timed calls. `profile(f)` returns those rows;
 `plot_profile(f)` draws them, so a learner sees at a glance whether a function is dominated
 by compiling (retracing too often) or by running.
 """
