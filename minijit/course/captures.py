@@ -16,9 +16,10 @@ operand on to the inputs it becomes, by the primitive's operand layout:
 - `jit`: operand k to input k.
 
 A captured value is orange, and each input that receives one is drawn as a constvar is
-(yellow, dashed): before closure conversion that is what it was. `cond` does not record which
-operands are captured, so a `cond` operand counts as captured when its value does (the
-captured input of an enclosing body, say).
+(yellow, dashed): before closure conversion that is what it was. `cond` and `jit` do not
+record which operands are captured, so their operand counts as captured when its value is
+(a constvar, or the captured input of an enclosing body). Other equations keep `draw_jaxpr`'s
+edges.
 """
 
 from __future__ import annotations
@@ -108,7 +109,9 @@ def _walk(jaxpr: Jaxpr, prefix: str, arrows: list[Arrow], captured: set[str]) ->
             if src is None:
                 continue
             dst = f"{key}/{caption}/input{j}"
-            is_captured = role if role is not None else src in captured
+            # a constvar is a captured value too (an array the program closed over)
+            is_captured = role if role is not None else (
+                src in captured or src.rsplit("/", 1)[-1].startswith("const"))
             if is_captured:
                 captured.add(dst)
             arrows.append(Arrow(src, dst, key, is_captured))
