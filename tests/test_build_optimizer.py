@@ -252,3 +252,31 @@ def test_every_case_runs_on_the_reference(ex_id):
     ex = default_exercises()[ex_id]
     for key, case, _ in ex.cases():
         assert error_of(expected_value(ex, key, case)) is None, case.name
+
+
+def _one_forward_pass(jaxpr):
+    """A legal but incomplete dce: drops only what nothing reads, in one forward pass, so
+    the head of a dead chain stays."""
+    from minijit.ir import Var
+
+    read = {id(a) for e in jaxpr.eqns for a in e.invars if isinstance(a, Var)}
+    read |= {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    eqns = tuple(e for e in jaxpr.eqns if any(id(v) in read for v in e.outvars))
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, eqns, jaxpr.outvars)
+
+
+def _dead_chain(x):
+    unused = (mnp.exp(x) * 2.0) + 1.0  # noqa: F841 - a dead chain of three equations
+    s = mnp.sin(x)
+    return s * 3.0, mnp.cos(x) + s
+
+
+def test_a_dce_that_leaves_a_dead_chain_is_refused_where_it_hands_over():
+    switch = build.use("dce", _one_forward_pass)  # verify: its small example has a chain
+    assert not build.using()
+    with build.use("dce", _one_forward_pass, verify=False):
+        for backend in ("interpreter", "numba"):
+            with pytest.raises(build.PieceError, match=r"your dce .* left dead code: equation "
+                               r"\d of the jaxpr \((exp|mul)\) writes nothing that is read"):
+                mj.jit(_dead_chain, backend=backend)(np.ones(3))
+    assert repr(switch)

@@ -94,7 +94,7 @@ def test_each_broken_notebook_leaves_minijits_own_with_its_reason(tmp_path, monk
               lambda s: s.replace("def eval_jaxpr(", "def eval_jaxpr(:", 1))
     edit_cell(notebook_of(root, "dce"), "ex07_dce",  # right on the small example only
               lambda s: s + "\n\n_right = dce_jaxpr\n\n\ndef dce_jaxpr(jaxpr):\n"
-              "    return _right(jaxpr) if len(jaxpr.eqns) <= 3 else jaxpr\n")
+              "    return _right(jaxpr) if len(jaxpr.eqns) <= 4 else jaxpr\n")
     edit_cell(notebook_of(root, "fusion_groups"), "ex08_fusion_groups",
               lambda s: s.replace("def fusion_groups(", "def my_groups(", 1))
     edit_cell(notebook_of(root, "cache_key"), "ex04_cache_key",

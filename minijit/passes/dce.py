@@ -12,8 +12,9 @@ then the sub-Jaxprs are cleaned in turn. Invars are never removed (they are the 
 The pass runs the build track's piece `dce` (`minijit/build.py`): `dce_jaxpr` below, or a
 learner's `dce_jaxpr(jaxpr) -> Jaxpr` after `build.use("dce", ...)` (chapter 07's exercise).
 A learner's result is checked before the pipeline goes on: same invars, outputs of the same
-types, only equations of the program (in its order, some outputs dropped at most), and every
-equation with effects kept, sub-Jaxprs included; `run_passes` then typechecks it.
+types, only equations of the program (in its order, some outputs dropped at most), every
+equation with effects kept, sub-Jaxprs included, and no dead code left (an equation that
+writes nothing read), since fusion relies on it; `run_passes` then typechecks it.
 """
 
 from __future__ import annotations
@@ -99,6 +100,27 @@ def _check_dce(out, jaxpr: Jaxpr, *_) -> str | None:
         typecheck_jaxpr(out)
     except JaxprTypeError as e:  # usually: an equation removed whose output is still read
         return f"returned a program that does not typecheck: {e}"
+    left = _left_dead(out, "the jaxpr")
+    if left:  # the later passes (fusion) assume every equation is needed
+        return (f"left dead code: {left}. Later passes rely on dead code being gone; one walk "
+                "from the last equation to the first, keeping what the live values need, "
+                "removes a whole dead chain")
+    return None
+
+
+def _left_dead(jaxpr: Jaxpr, where: str) -> str | None:
+    """An equation of `jaxpr` (or of a sub-jaxpr, whose own outputs count as used) that has no
+    effect and writes nothing that a later equation or an output reads, described; else None."""
+    read = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    for k in reversed(range(len(jaxpr.eqns))):
+        eqn = jaxpr.eqns[k]
+        if not has_effects(eqn) and not any(id(v) in read for v in eqn.outvars):
+            return f"equation {k} of {where} ({eqn.primitive.name}) writes nothing that is read"
+        read.update(id(a) for a in eqn.invars if isinstance(a, Var))
+        for sub in subjaxprs(eqn):
+            problem = _left_dead(sub, f"a sub-jaxpr of {eqn.primitive.name}")
+            if problem:
+                return problem
     return None
 
 
@@ -159,17 +181,19 @@ def _subsequence(part, whole) -> bool:
 
 
 def _selftest(candidate) -> str | None:
-    """Run a candidate on `{ lambda ; a. let b = sin a; c = mul a 2.0; d = cos c in (d,) }`."""
+    """Run a candidate on `{ lambda ; a. let b = sin a; e = exp b; c = mul a 2.0;
+    d = cos c in (d,) }`: `sin` and `exp` are a dead chain (a walk that only drops what
+    nothing reads leaves `sin`)."""
     f64 = ShapedArray((3,), np.dtype(np.float64))
-    a, b, c, d = Var(f64), Var(f64), Var(f64), Var(f64)
+    a, b, c, d, e = Var(f64), Var(f64), Var(f64), Var(f64), Var(f64)
     two = Lit(2.0, ShapedArray((), np.dtype(np.float64), weak_type=True))
-    jaxpr = Jaxpr((), (a,), (Eqn(P.sin_p, (a,), (b,)), Eqn(P.mul_p, (a, two), (c,)),
-                             Eqn(P.cos_p, (c,), (d,))), (d,))
+    jaxpr = Jaxpr((), (a,), (Eqn(P.sin_p, (a,), (b,)), Eqn(P.exp_p, (b,), (e,)),
+                             Eqn(P.mul_p, (a, two), (c,)), Eqn(P.cos_p, (c,), (d,))), (d,))
     out = candidate(jaxpr)
     problem = _check_dce(out, jaxpr)
     if problem is None and [e.primitive for e in out.eqns] != [P.mul_p, P.cos_p]:
-        problem = (f"kept {[e.primitive.name for e in out.eqns]} of sin, mul, cos, where only "
-                   "mul and cos are live")
+        problem = (f"kept {[e.primitive.name for e in out.eqns]} of sin, exp, mul, cos, where "
+                   "only mul and cos are live")
     return problem
 
 
