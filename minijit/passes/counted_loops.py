@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from minijit import dtypes
+from minijit import build, dtypes
 from minijit import primitives as P
 from minijit.core import Primitive, ShapedArray, abstract_eval_rules, impl_rules
 from minijit.interpret import eval_jaxpr
 from minijit.ir import Eqn, Jaxpr, Lit, Var
 from minijit.lax.control_flow import scan_p, while_p
-from minijit.passes.dce import dce_jaxpr
 from minijit.passes.rewrite import jaxpr_pass, map_subjaxprs
 
 fori_loop_p = Primitive("fori_loop", multiple_results=True)
@@ -90,7 +89,8 @@ def _from_scan(eqn: Eqn, read: set[int]) -> Eqn | None:
     if not (isinstance(lower, Lit) and dtypes.is_int(i.aval.dtype) and _counts(body, i)):
         return None
     upper = Lit(int(lower.val) + p["length"], lower.aval)
-    new_body = dce_jaxpr(Jaxpr((), body.invars, body.eqns, body.outvars[1:]))
+    # the build track's dce (a learner's, once switched in): the counter's update is dead now
+    new_body = build.call("dce", Jaxpr((), body.invars, body.eqns, body.outvars[1:]))
     return Eqn(fori_loop_p, (lower, upper, *eqn.invars[:nc], *eqn.invars[nc + 1:]),
                eqn.outvars[1:], {"body_jaxpr": new_body, "body_nconsts": nc}, eqn.source)
 
@@ -112,7 +112,8 @@ def _from_while(eqn: Eqn, read: set[int]) -> Eqn | None:
     # The bound, if the body reads it, becomes one more constant of the loop.
     uses_bound = any(up in e.invars for e in body.eqns) or up in body.outvars[2:]
     extra = (up,) if uses_bound else ()
-    new_body = dce_jaxpr(Jaxpr((), (*consts, *extra, i, *carry), body.eqns, body.outvars[2:]))
+    new_body = build.call("dce", Jaxpr((), (*consts, *extra, i, *carry), body.eqns,
+                                       body.outvars[2:]))
     lower, upper = carry_in[:2]
     bound_consts = (upper,) if uses_bound else ()
     return Eqn(fori_loop_p, (lower, upper, *eqn.invars[cc:cc + bc], *bound_consts,
