@@ -3,8 +3,8 @@
 The method, the same for every chapter and for `benchmarks/`:
 
 - **Wall-clock time** (`time.perf_counter`), the time a program waits for its answer. CPU time
-  would leave out the time a call waits for memory or for other threads, and add up the time
-  of threads that run side by side.
+  would add up the time of threads that run side by side (a call on four threads would count
+  four times over) and leave out the time a call spends waiting off the CPU.
 - **The first call is not timed with the rest.** It traces and compiles; `first_call` times it
   on its own.
 - **Batches.** A fast call is timed in batches of calls that last a millisecond or more, since

@@ -204,14 +204,16 @@ EXERCISES = [
         error_hints={
             "CodegenError": (
                 "Numba could not compile the code your rule wrote. The generated module "
-                "imports only numpy (as np) and numba: use np.log1p, np.exp, abs and max, "
-                "not math.log1p; print jitted.lower(x).as_text() to read the source."),
+                "imports math, numpy (as np), numba and minijit's vecmath (sometimes folds): "
+                "write a scalar expression from those and Python's built-ins (np.log1p, "
+                "np.exp, abs, max); print jitted.lower(x).as_text() to read the source."),
             "IndexError": "softplus has one operand: args is a list of one string, args[0].",
         },
     ),
     Exercise(
         id="ex09_loop_nest", points=3, title="minijit's loop-nest generator, loop_nest",
-        chapter="09_code_generation", section="2. Reading minijit's generated source",
+        chapter="09_code_generation",
+        section="3. Loop nests: a `for` per dimension, a subscript per operand",
         hint=Hint(
             pitfall=("Operands line up with the loop's last dimensions: an operand of rank r "
                      "in a loop of rank n is read along loops n - r ... n - 1, and a "

@@ -510,7 +510,8 @@ EXERCISES = [
         error_hints={
             "CodegenError": (
                 "Numba could not compile the code your rule wrote, or found no rule: the "
-                "generated module imports only numpy (as np) and numba, and the rule returns "
+                "generated module imports math, numpy (as np), numba and minijit's vecmath, "
+                "and the rule returns "
                 "one expression (a string) for one element; print jitted.lower(x, y).as_text() "
                 "to read the source."),
             "KeyError": ("minijit looked logaddexp_p up in one of its tables and found no "
