@@ -219,7 +219,7 @@ def test_minijits_own_switches_back_to_the_learners(tmp_path, monkeypatch, capsy
 
 @pytest.mark.notebook
 @pytest.mark.timeout(240)
-def test_chapter_09_runs_the_learners_minijit(tmp_path):
+def test_chapter_10_runs_the_learners_minijit(tmp_path):
     """Chapter 10 in a course whose exercises are the solutions: its last section's table
     says every piece is the learner's, and every program is correct with them and without."""
     from notebook_runner import run_notebook
