@@ -33,13 +33,13 @@ RECORDED_JAX = {
         "times are from the same run, taking turns with JAX's"
     ),
     "cases": {
-        "GELU, f64[1000000]": {"first call": 0.0645, "per call": 0.00223, "NumPy": 0.0639,
+        "GELU, f64[1000000]": {"first call": 0.0623, "per call": 0.00223, "NumPy": 0.0639,
                                "returned": 3.76e-05, "ready": 0.00227, "threads": 2},
-        "softmax, f64[1000,500]": {"first call": 0.0435, "per call": 0.00101, "NumPy": 0.00118,
+        "softmax, f64[1000,500]": {"first call": 0.0425, "per call": 0.00101, "NumPy": 0.00118,
                                    "returned": 1.51e-05, "ready": 0.000692, "threads": 2},
-        "Mandelbrot, f64[200,300]": {"first call": 0.122, "per call": 0.0118, "NumPy": 0.0252,
+        "Mandelbrot, f64[200,300]": {"first call": 0.110, "per call": 0.0118, "NumPy": 0.0252,
                                      "returned": 7.39e-05, "ready": 0.0112, "threads": 2},
-        "Newton, f64[1000000]": {"first call": 0.069, "per call": 0.00312, "NumPy": 0.019,
+        "Newton, f64[1000000]": {"first call": 0.0659, "per call": 0.00312, "NumPy": 0.019,
                                  "returned": 0.000111, "ready": 0.00506, "threads": 2},
         "GELU, f64[1000]": {"first call": 0.0335, "per call": 1.86e-05, "NumPy": 6.66e-05,
                             "returned": 4.65e-06, "ready": 7.93e-06, "threads": 1},
@@ -81,10 +81,11 @@ def compiled_text(fn: Callable, *args) -> str:
 
 def measure_jax(fn: Callable, *args,
                 against: Mapping[str, Callable] | None = None) -> dict[str, float]:
-    """`jax.jit` of `fn`'s code on `args`: 'first call' (trace, compile, run; its result waited
-    for), 'per call' (`time_calls`, taking turns with each of `against`, whose seconds per call
-    come back under their own names), 'returned' and 'ready' (the shortest of five calls, until
-    the call returned and until its result was ready), and 'threads' (`xla_threads`)."""
+    """`jax.jit` of `fn`'s code on `args`, in seconds: 'per call' (`time_calls`, taking turns
+    with each of `against`, whose seconds per call come back under their own names), 'first
+    call' (what the first call, trace and compile included, took beyond 'per call', as
+    `crossover.Cost.first` counts it), 'returned' and 'ready' (the shortest of five calls: until
+    the call returned, and until its result was ready), and 'threads' (`xla_threads`)."""
     jax, _ = _jax()
     jitted = jax.jit(as_jax(fn))
     on_device = [jax.device_put(a) for a in args]  # as a JAX program holds its arrays
@@ -101,8 +102,8 @@ def measure_jax(fn: Callable, *args,
         out.block_until_ready()
         ready = min(ready, time.perf_counter() - t0)
     threads = xla_threads(jitted.lower(*on_device).compile().as_text())
-    return {"first call": first, **seconds, "returned": returned, "ready": ready,
-            "threads": threads}
+    return {"first call": max(0.0, first - seconds["per call"]), **seconds,
+            "returned": returned, "ready": ready, "threads": threads}
 
 
 def xla_threads(text: str) -> int:
