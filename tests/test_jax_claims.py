@@ -127,6 +127,15 @@ def test_ch00_without_64_bit_mode_the_jaxpr_says_f32():
     assert text.startswith("{ lambda ; a:f32[5]. let") and "f64" not in text
 
 
+def test_ch00_jax_compiles_every_new_shape():
+    # "change a shape ... and it traces again ... JAX compiles every new shape"
+    jitted = jax.jit(lambda x: jnp.sum(jnp.sin(x) * 2.0 + x))
+    with jax_log("jax_log_compiles") as log:
+        for n in (5, 7, 5):
+            jitted(np.linspace(0.0, 1.0, n)).block_until_ready()
+    assert log.getvalue().count("Finished XLA compilation") == 2
+
+
 def test_ch00_the_api_names_are_jaxs():
     # "minijit.jit, minijit.make_jaxpr, minijit.numpy, minijit.lax, minijit.debug.print"
     for name in ("jit", "make_jaxpr", "numpy", "lax", "debug"):
@@ -1325,6 +1334,29 @@ def test_ch10_section6_the_pitfall_tables_errors_and_symptoms(capsys):
     assert jnp.asarray(np.arange(3)).dtype == np.int64
     assert (jnp.asarray(np.arange(3)) + 0.5).dtype == np.float64  # int + 0.5 is float
     assert (jnp.asarray(np.arange(3), jnp.int8) + 1).dtype == np.int8  # a weak Python int
+
+
+def test_ch10_section6_leaks_globals_and_donation():
+    saved = []
+
+    @jax.jit
+    def leak(x):
+        saved.append(x * 2.0)
+        return x
+
+    leak(np.ones(3))
+    assert type(error_of(lambda: saved[0] + 1.0)) is jax.errors.UnexpectedTracerError
+    scope = {"scale": 2.0}
+    scaled = jax.jit(lambda x: x * scope["scale"])
+    scaled(np.ones(2))
+    scope["scale"] = 3.0
+    np.testing.assert_array_equal(scaled(np.ones(2)), [2.0, 2.0])  # baked in at trace time
+    add_one = jax.jit(lambda x: x + 1.0, donate_argnums=0)
+    a = jnp.zeros(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        add_one(a)
+        assert "deleted" in str(error_of(add_one, a))
 
 
 def test_ch10_section6_float32_differs_after_about_seven_digits():
