@@ -32,6 +32,10 @@ chapter that builds it. Invariants:
   through unchanged (class, message, the user's line), exactly as without your piece, so
   `except TypeError` still catches a shape error. Only this failure path runs a piece twice;
   side effects of the program (a `debug.print` it evaluates) may then repeat.
+- *Your own work.* minijit's own piece starts with `guard(name)`: called while your piece of
+  the same name runs (your piece hands its work to minijit's), it raises a `PieceError`
+  saying so, and your piece fails even if it catches that. `check()` and the grader then
+  fail every case of the piece, which scores 0.
 - *No stale caches.* Every switch (`use`, `reset`, the end of a `with`) increases
   `generation()`, then calls the `on_switch` listeners. `jit`'s listener empties every cache
   (fast paths too), and `jit` keeps no entry whose compile a switch overtook (its generation
@@ -89,6 +93,18 @@ class Piece:
 PIECES: dict[str, Piece] = {}
 _current: dict[str, Callable[..., Any]] = {}
 _origins: dict[str, str] = {}  # name -> where the switched-in function came from, in words
+
+
+@dataclass
+class _Run:
+    """A learner's piece while it runs; `borrowed` once it called minijit's own piece."""
+
+    name: str
+    borrowed: bool = False
+
+
+_running: contextvars.ContextVar[_Run | None] = contextvars.ContextVar(
+    "minijit_build_running", default=None)
 # True while `call` re-runs minijit's own piece after the learner's failed: every piece that
 # run calls is minijit's own too, so a broken piece cannot make minijit's run fail as well.
 _own_only = contextvars.ContextVar("minijit_build_own_only", default=False)
@@ -100,12 +116,47 @@ _lock = threading.RLock()
 def register(name: str, reference: Callable[..., Any], *, chapter: str, signature: str,
              check: Callable[..., str | None] | None = None,
              selftest: Callable[[Callable[..., Any]], str | None] | None = None) -> None:
-    """Declare minijit's own implementation of a piece (once, where it is defined)."""
+    """Declare minijit's own implementation of a piece (once, where it is defined). Its
+    first statement is `build.guard(name)` (see *Your own work*)."""
     with _lock:
         if name in PIECES:
             raise ValueError(f"build piece {name!r} is registered twice")
         PIECES[name] = Piece(name, chapter, signature, reference, check, selftest)
         _current[name] = reference
+
+
+def guard(name: str) -> None:
+    """The first statement of minijit's own piece `name`: raises a `PieceError` if the
+    learner's piece `name` is running, which has then handed its work to minijit's."""
+    run = _running.get()
+    if run is not None and run.name == name:
+        run.borrowed = True
+        raise PieceError(name, _borrowed(name))
+
+
+def _borrowed(name: str) -> str:
+    return (f"your {name} calls minijit's own {name}: the exercise asks you to write it "
+            f"yourself, so a {name} that hands its work to minijit's fails every case and "
+            "scores 0")
+
+
+def _run_learners(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict):
+    """`fn(*args, **kwargs)`, the learner's piece `name`, watched: if it called minijit's own
+    `name`, it fails, whatever it did with the guard's error."""
+    run = _Run(name)
+    token = _running.set(run)
+    try:
+        result = fn(*args, **kwargs)
+    finally:
+        _running.reset(token)
+    if run.borrowed:
+        raise PieceError(name, _borrowed(name))
+    return result
+
+
+def _watched(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` as a selftest runs it: through `_run_learners`."""
+    return lambda *args, **kwargs: _run_learners(name, fn, args, kwargs)
 
 
 def _piece(name: str) -> Piece:
@@ -170,9 +221,9 @@ def use(name: str, fn: Callable[..., Any], *, verify: bool = True,
     if not callable(fn):
         raise TypeError(f"build.use({name!r}, ...) needs a function {piece.signature}, "
                         f"got {type(fn).__name__}")
-    if verify and piece.selftest is not None:
+    if verify and piece.selftest is not None and fn is not piece.reference:
         try:
-            problem = piece.selftest(fn)
+            problem = piece.selftest(_watched(name, fn))
         except Exception as e:  # noqa: BLE001 - any failure of the learner's code is reported
             problem = f"raised {type(e).__name__}: {e}"
         if problem:
@@ -213,7 +264,7 @@ def call(name: str, *args, **kwargs):
         return PIECES[name].reference(*args, **kwargs)
     failure = None
     try:
-        result = fn(*args, **kwargs)
+        result = _run_learners(name, fn, args, kwargs)
     except PieceError:
         raise  # a nested call of a piece failed: its error already says which
     except Exception as e:
@@ -240,19 +291,20 @@ def trial(fn: Callable[..., Any], *args, **kwargs):
 
 # The functions that run a piece's function: `call`, and `trial` for selftests. Frames outside
 # minijit that one of them called are the piece's, which `errors.user_frame` counts as minijit's.
-PIECE_RUNNERS = frozenset({call.__code__, trial.__code__})
+PIECE_RUNNERS = frozenset({call.__code__, trial.__code__, _run_learners.__code__})
 
 
 def _raise_if_minijit_fails_too(name: str, args: tuple, kwargs: dict) -> None:
     """Run minijit's own piece where the learner's raised: its error, if it raises one too,
     is the program's, and goes on unchanged, as it would without the learner's piece."""
     error = None
-    token = _own_only.set(True)
+    token, outside = _own_only.set(True), _running.set(None)
     try:
         PIECES[name].reference(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 - whatever minijit's own raises is the program's
         error = e
     finally:
+        _running.reset(outside)
         _own_only.reset(token)
     if error is not None:
         raise error

@@ -37,6 +37,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
 
 def reference_eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list[np.ndarray]:
     """minijit's own `eval_jaxpr`: the environment loop, with the checks worth copying."""
+    build.guard("eval_jaxpr")  # fails when a learner's piece hands its work to this one
     if len(consts) != len(jaxpr.constvars) or len(args) != len(jaxpr.invars):
         raise TypeError(
             f"eval_jaxpr: expected {len(jaxpr.constvars)} consts and {len(jaxpr.invars)} args, "

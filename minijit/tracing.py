@@ -322,6 +322,7 @@ def process_primitive(trace: JaxprTrace, prim, args: Sequence, params: dict) -> 
       source, for error messages (`errors.user_location()`);
     - the result is one tracer of `trace` per outvar, in order, made with the same source.
     """
+    build.guard("process_primitive")  # fails when a learner's piece hands its work to this one
     atoms = [trace.to_atom(a) for a in args]
     out_avals = checked_abstract_eval(prim, [a.aval for a in atoms], params)
     source = errors.user_location()

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from catalogue import PROGRAMS
 from solution_cells import solution_namespace
+from stand_in import stand_in
 
 import minijit as mj
 import minijit.numpy as mnp
@@ -142,10 +143,9 @@ def test_a_broken_piece_names_itself_and_reset_restores():
 
 
 def _own_process_primitive(*args, **kwargs):
-    """A learner's process_primitive that is right: it hands over to minijit's own."""
-    from minijit.tracing import process_primitive
-
-    return process_primitive(*args, **kwargs)
+    """A learner's process_primitive that is right: the solution notebook's."""
+    ns = solution_namespace("02_tracing.ipynb", "ex02_process_primitive")
+    return ns["process_primitive"](*args, **kwargs)
 
 
 @pytest.mark.parametrize("program,args,error", [
@@ -183,11 +183,11 @@ def test_a_pieces_own_failure_names_where_it_came_from():
 def test_a_wrong_result_is_caught_where_it_is_made():
     x = np.arange(3.0)
     closed = mj.make_jaxpr(lambda v: (v + 1.0, v * 2.0))(x)
-    build.use("eval_jaxpr", lambda j, c, *a: reference_eval_jaxpr(j, c, *a)[:1], verify=False)
+    build.use("eval_jaxpr", lambda j, c, *a: stand_in("eval_jaxpr")(j, c, *a)[:1], verify=False)
     with pytest.raises(build.PieceError, match="returned 1 values for a jaxpr with 2 outputs"):
         mj.eval_jaxpr(closed.jaxpr, closed.consts, x)
     build.use("eval_jaxpr", lambda j, c, *a: [o.astype(np.float32) for o in
-                                              reference_eval_jaxpr(j, c, *a)], verify=False)
+                                              stand_in("eval_jaxpr")(j, c, *a)], verify=False)
     with pytest.raises(build.PieceError, match=r"float32\[3\] as output 0, where the jaxpr "
                                                r"says f64\[3\]"):
         mj.eval_jaxpr(closed.jaxpr, closed.consts, x)
@@ -199,7 +199,7 @@ def test_a_wrong_result_is_caught_where_it_is_made():
 def test_a_piece_may_return_scalars_and_callers_get_arrays():
     closed = mj.make_jaxpr(lambda v: (mnp.sum(v), v * 2.0))(np.arange(3.0))
     build.use("eval_jaxpr", lambda j, c, *a: tuple(
-        o.item() if o.ndim == 0 else o for o in reference_eval_jaxpr(j, c, *a)))
+        o.item() if o.ndim == 0 else o for o in stand_in("eval_jaxpr")(j, c, *a)))
     assert build.using()  # it passed the small example, so it is switched in
     total, doubled = mj.eval_jaxpr(closed.jaxpr, closed.consts, np.arange(3.0))
     assert isinstance(total, np.ndarray) and total == 3.0
@@ -214,7 +214,7 @@ def test_verify_keeps_minijits_own_piece(capsys):
     build.use("pp_jaxpr", lambda j: "{ lambda ; . let in () }")  # wrong text: refused too
     assert build.using() == {}
     assert "printed '{ lambda" in capsys.readouterr().err
-    one_line = lambda j: reference_pp_jaxpr(j, 1 << 30)  # noqa: E731 - minijit's text, flat
+    one_line = lambda j: stand_in("pp_jaxpr")(j, 1 << 30)  # noqa: E731 - minijit's text, flat
     build.use("pp_jaxpr", one_line)  # the layout is free, as ex03_pp_jaxpr grades it
     assert build.using() == {"pp_jaxpr": one_line}
 
@@ -255,7 +255,7 @@ def test_a_switch_leaves_no_stale_cache_entries():
 
     def counting(jaxpr, consts, *args):
         calls.append(jaxpr)
-        return reference_eval_jaxpr(jaxpr, consts, *args)
+        return stand_in("eval_jaxpr")(jaxpr, consts, *args)
 
     build.use("eval_jaxpr", counting)
     assert f._cache_size() == 0  # the entry from before the switch is gone
@@ -313,3 +313,46 @@ def test_switching_while_other_threads_run():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+# --------------------------------------------------------------------------- your own work
+
+def _wrapper_of(name):
+    """A learner's piece `name` that hands every call to minijit's own."""
+    reference = build.PIECES[name].reference
+    return lambda *args, **kwargs: reference(*args, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(build.PIECES))
+def test_a_piece_that_calls_minijits_own_is_refused(name, capsys):
+    from minijit.course.mine import WRITTEN_BY
+
+    wrapper = _wrapper_of(name)
+    build.use(name, wrapper)  # verify: its selftest catches the hand-over
+    assert name not in build.using()
+    assert "calls minijit's own" in capsys.readouterr().err
+    # the exercise's public cases fail, every one of them, with the reason
+    exercise = default_exercises()[WRITTEN_BY[name].exercise]
+    from minijit.grading.checking import run_public_cases
+
+    report = run_public_cases(exercise, {WRITTEN_BY[name].function: wrapper, "np": np,
+                                         "mj": mj})
+    assert report.rows and report.passed == 0, [r for r in report.rows if r.passed]
+
+
+def test_a_piece_that_swallows_the_guard_still_fails():
+    reference = build.PIECES["eval_jaxpr"].reference
+    own = _solution_pieces()["eval_jaxpr"]
+
+    def sly(jaxpr, consts, *args):
+        try:
+            return reference(jaxpr, consts, *args)
+        except build.PieceError:
+            return own(jaxpr, consts, *args)
+
+    with build.use("eval_jaxpr", sly, verify=False):
+        with pytest.raises(build.PieceError, match="calls minijit's own eval_jaxpr"):
+            mj.jit(lambda x: x * 2.0, backend="interpreter")(np.ones(3))
+    with build.use("eval_jaxpr", own):  # the learner's own work runs as before
+        np.testing.assert_array_equal(
+            mj.jit(lambda x: x * 2.0, backend="interpreter")(np.ones(3)), 2.0)

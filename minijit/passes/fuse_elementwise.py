@@ -103,6 +103,7 @@ def fusion_groups(jaxpr: Jaxpr) -> list[list[int]]:
     `build.call("fusion_groups", jaxpr)`, so a learner's version (`build.use`) decides the
     kernels of `mj.jit` and `run_passes` too; `_check_groups` vets what it returns.
     """
+    build.guard("fusion_groups")  # fails when a learner's piece hands its work to this one
     groups: list[_Group] = []
     owner: dict[int, _Group] = {}  # id(var) -> the group that produces it
     index = {id(e): i for i, e in enumerate(jaxpr.eqns)}
