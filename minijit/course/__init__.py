@@ -19,6 +19,23 @@ extra (matplotlib, ipywidgets, IPython); `import minijit` never imports it.
   (`xla_kernels`, chapter 10).
 
 Chapters 07 and 08 use most of them; chapters 03, 09 and 10 draw programs and the pipeline too.
+The names above are exported here. Each of the following serves one or two chapters, which
+import it from its own module (`from minijit.course.crossover import draw_crossover`):
+
+- `crossover`: total time against the number of calls, and the break-even point (01, 10);
+- `on_jax`: a program's code run on JAX, and JAX's first call, per-call time and threads
+  measured, with recorded figures for a machine without JAX (10);
+- `tables`: an HTML table whose every cell is escaped (10);
+- `promotion`: a dtype-promotion explorer, minijit's result beside NumPy's (03);
+- `buckets`: padding into buckets, traces against calls, under sliders (04);
+- `captures`: a jaxpr drawn with each operand of a `cond`, `while` or `scan` led to the input
+  it becomes, captured values marked (05);
+- `newton`: the error of Newton's square root, per value and per iteration (05);
+- `run_counts`: how often a jitted function's Python and its staged callback run (06);
+- `profile_cost`: what `profile_execution` costs a call, measured in a fresh process (06);
+- `dead_code`: the backward walk of dead code elimination, as a table and a picture (07);
+- `fusion_savings`: the arrays a fused kernel saves, and time per element (09);
+- `ulp`: the distance between floats in units in the last place (09).
 """
 
 from minijit.course.draw import draw_fusion, draw_jaxpr, draw_pipeline, group_colour
