@@ -100,6 +100,7 @@ class _Run:
     """A learner's piece while it runs; `borrowed` once it called minijit's own piece."""
 
     name: str
+    args: tuple = ()
     borrowed: bool = False
 
 
@@ -134,6 +135,13 @@ def guard(name: str) -> None:
         raise PieceError(name, _borrowed(name))
 
 
+def running(name: str) -> tuple | None:
+    """The arguments of the learner's piece `name`, if it is the innermost learner's piece
+    running now (minijit's own code checks what that piece hands it); else None."""
+    run = _running.get()
+    return run.args if run is not None and run.name == name else None
+
+
 def _borrowed(name: str) -> str:
     return (f"your {name} calls minijit's own {name}: the exercise asks you to write it "
             f"yourself, so a {name} that hands its work to minijit's fails every case and "
@@ -143,7 +151,7 @@ def _borrowed(name: str) -> str:
 def _run_learners(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict):
     """`fn(*args, **kwargs)`, the learner's piece `name`, watched: if it called minijit's own
     `name`, it fails, whatever it did with the guard's error."""
-    run = _Run(name)
+    run = _Run(name, args)
     token = _running.set(run)
     try:
         result = fn(*args, **kwargs)
@@ -221,11 +229,8 @@ def use(name: str, fn: Callable[..., Any], *, verify: bool = True,
     if not callable(fn):
         raise TypeError(f"build.use({name!r}, ...) needs a function {piece.signature}, "
                         f"got {type(fn).__name__}")
-    if verify and piece.selftest is not None and fn is not piece.reference:
-        try:
-            problem = piece.selftest(_watched(name, fn))
-        except Exception as e:  # noqa: BLE001 - any failure of the learner's code is reported
-            problem = f"raised {type(e).__name__}: {e}"
+    if verify and fn is not piece.reference:
+        problem = selftest(name, fn)
         if problem:
             print(f"minijit keeps its own {name}: yours {problem} on a small example, so it "
                   f"was not switched in. Fix it (its check() shows more) and run "
@@ -239,6 +244,18 @@ def use(name: str, fn: Callable[..., Any], *, verify: bool = True,
         else:
             _origins[name] = origin
     return _Switch(name, previous)
+
+
+def selftest(name: str, fn: Callable[..., Any]) -> str | None:
+    """What is wrong with `fn` as piece `name` on the piece's small example (its selftest,
+    which `use` runs before it switches), in words; None if nothing is."""
+    piece = _piece(name)
+    if piece.selftest is None or fn is piece.reference:  # minijit's own passes its own
+        return None
+    try:
+        return piece.selftest(_watched(name, fn))
+    except Exception as e:  # noqa: BLE001 - any failure of the learner's code is reported
+        return f"raised {type(e).__name__}: {e}"
 
 
 def reset(*names: str) -> None:

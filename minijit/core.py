@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from minijit import dtypes
+from minijit import build, dtypes
 from minijit.array import Array, wrap
 from minijit.config import config
 from minijit.errors import user_line
@@ -164,7 +164,58 @@ class Primitive:
 AbstractEvalRule = Callable[..., list[ShapedArray]]
 
 abstract_eval_rules: dict[Primitive, AbstractEvalRule] = {}
-impl_rules: dict[Primitive, Callable[..., list[np.ndarray]]] = {}
+
+
+class ImplRules(dict):
+    """The impl rules, by primitive: a dict whose lookups, while a learner's `eval_jaxpr` runs
+    (the build track, chapter 03), hand out each rule checked. What that `eval_jaxpr` binds
+    must be what the equation reads: NumPy arrays (np.ndarray or a NumPy scalar), of the
+    dtype and shape of the equation's inputs. Otherwise a TypeError names the equation and
+    the operand, where a bare error from inside the rule would name neither."""
+
+    def __getitem__(self, prim: Primitive):
+        rule = dict.__getitem__(self, prim)
+        args = build.running("eval_jaxpr")
+        if args is None:
+            return rule
+        return functools.partial(_checked_impl, prim, rule, args[0])
+
+
+def _checked_impl(prim: Primitive, rule: Callable, program, /, *vals, **params):
+    # positional-only: an impl rule's params may be named `jaxpr`
+    problem = _operand_problem(prim, program, vals)
+    if problem:
+        raise TypeError(f"{problem}. eval_jaxpr must bind every value (the arguments and "
+                        "consts too) as a NumPy array of its Var's dtype: "
+                        "np.asarray(value, dtype=var.aval.dtype)")
+    return rule(*vals, **params)
+
+
+def _operand_problem(prim: Primitive, jaxpr, vals) -> str | None:
+    for k, v in enumerate(vals):
+        if not isinstance(v, (np.ndarray, np.generic)):
+            return (f"the impl rule of {prim.name} got a {type(v).__name__} as operand {k}"
+                    + _which(prim, jaxpr))
+    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
+    fits = [e for e in eqns if len(e.invars) == len(vals) and all(
+        v.dtype == a.aval.dtype and v.shape == a.aval.shape for v, a in zip(vals, e.invars))]
+    if eqns and not fits:
+        got = ", ".join(f"{v.dtype}{list(v.shape)}" for v in vals)
+        return f"the impl rule of {prim.name} got operands {got}{_which(prim, jaxpr)}"
+    return None
+
+
+def _which(prim: Primitive, jaxpr) -> str:
+    """Where in `jaxpr`: its one equation of `prim`, printed, or how many there are."""
+    from minijit.ir import pp_eqn_alone
+
+    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
+    if len(eqns) == 1:
+        return f", in `{pp_eqn_alone(eqns[0])}`"
+    return f", in one of the {len(eqns)} {prim.name} equations" if eqns else ""
+
+
+impl_rules: ImplRules = ImplRules()
 
 # Named groups that passes and code generation ask about, instead of comparing names.
 UNARY: set[Primitive] = set()

@@ -92,13 +92,14 @@ def _check_outputs(outs, jaxpr: Jaxpr, consts, *args) -> str | None:
 
 
 def _selftest(eval_jaxpr) -> str | None:
-    """Run a candidate on `{ lambda a ; b . let c = mul b 2.0; d = add c a in (d, c) }`."""
+    """Run a candidate on `{ lambda a ; b s . let c = mul b s; d = add c a in (d, c) }`,
+    `s` a Python float (as `jit` passes one: `f(2.0)`)."""
     f64 = ShapedArray((3,), np.dtype(np.float64))
-    a, b, c, d = Var(f64), Var(f64), Var(f64), Var(f64)
-    two = Lit(2.0, ShapedArray((), np.dtype(np.float64), weak_type=True))
-    jaxpr = Jaxpr((a,), (b,), (Eqn(P.mul_p, (b, two), (c,)), Eqn(P.add_p, (c, a), (d,))),
+    weak = ShapedArray((), np.dtype(np.float64), weak_type=True)
+    a, b, c, d, s = Var(f64), Var(f64), Var(f64), Var(f64), Var(weak)
+    jaxpr = Jaxpr((a,), (b, s), (Eqn(P.mul_p, (b, s), (c,)), Eqn(P.add_p, (c, a), (d,))),
                   (d, c))
-    consts, args = [np.array([1.0, 2.0, 3.0])], [np.array([0.5, -1.0, 4.0])]
+    consts, args = [np.array([1.0, 2.0, 3.0])], [np.array([0.5, -1.0, 4.0]), 2.0]
     outs = eval_jaxpr(jaxpr, consts, *args)
     problem = _check_outputs(outs, jaxpr, consts, *args)
     if problem is None and not all(np.array_equal(np.asarray(o), w) for o, w in zip(

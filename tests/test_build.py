@@ -356,3 +356,59 @@ def test_a_piece_that_swallows_the_guard_still_fails():
     with build.use("eval_jaxpr", own):  # the learner's own work runs as before
         np.testing.assert_array_equal(
             mj.jit(lambda x: x * 2.0, backend="interpreter")(np.ones(3)), 2.0)
+
+
+# --------------------------------------------------------------------------- what is handed over
+
+def _unconverted_eval_jaxpr(jaxpr, consts, *args):
+    """Chapter 03's interpreter with one slip: arguments and consts bound as they come."""
+    env = {}
+
+    def read(atom):
+        if isinstance(atom, mj.Lit):
+            return np.asarray(atom.val, dtype=atom.aval.dtype)
+        return env[atom]
+
+    env.update(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        from minijit.core import impl_rules
+
+        outs = impl_rules[eqn.primitive](*map(read, eqn.invars), **eqn.params)
+        env.update((v, np.asarray(o, dtype=v.aval.dtype)) for v, o in zip(eqn.outvars, outs))
+    return [read(a) for a in jaxpr.outvars]
+
+
+def test_an_unconverted_argument_is_named_with_its_equation(capsys):
+    build.use("eval_jaxpr", _unconverted_eval_jaxpr)  # its small example passes a float
+    assert "got a float as operand 1" in capsys.readouterr().err and not build.using()
+    with build.use("eval_jaxpr", _unconverted_eval_jaxpr, verify=False):
+        with pytest.raises(build.PieceError, match=r"the impl rule of div got a float as "
+                           r"operand 0, in `b:f64\[\] = div a 2\.0:f64\[\]`[\s\S]*np\.asarray"):
+            mj.jit(lambda x: x / 2, backend="interpreter")(2.0)
+        # arrays are what the equations read: it runs
+        np.testing.assert_array_equal(
+            mj.jit(lambda x: x / 2, backend="interpreter")(np.ones(2)), 0.5)
+
+
+def test_the_switch_in_case_of_every_build_exercise(capsys):
+    from minijit.course.mine import WRITTEN_BY
+    from minijit.grading.build_pieces import BUILD_PIECES, switch_in_case
+    from minijit.grading.checking import run_public_cases
+
+    assert BUILD_PIECES == {w.exercise: (name, w.function) for name, w in WRITTEN_BY.items()}
+    for ex_id, (_piece, function) in BUILD_PIECES.items():
+        exercise = default_exercises()[ex_id]
+        assert exercise.public[-1] == switch_in_case(ex_id)
+        report = run_public_cases(exercise, {function: lambda *a, **k: 1 / 0})
+        assert not report.rows[-1].passed, ex_id
+
+
+def test_the_switch_in_case_of_a_stub_is_not_attempted():
+    from minijit.grading.checking import run_public_cases
+
+    def stub(jaxpr):
+        raise NotImplementedError("ex07_dce: write dce_jaxpr")
+
+    report = run_public_cases(default_exercises()["ex07_dce"], {"dce_jaxpr": stub})
+    assert not report.attempted and report.passed == 0

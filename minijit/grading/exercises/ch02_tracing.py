@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijit.grading.build_pieces import switch_in_case
 from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get, printed
 
@@ -299,7 +300,7 @@ EXERCISES += [
                   "makes the tracer of an outvar.")),
         probe=probe_staging_program,
         reference=_reference_process_primitive,
-        public=_staging_cases(public=True),
+        public=(*_staging_cases(public=True), switch_in_case("ex02_process_primitive")),
         hidden=_staging_cases(public=False),
         error_hints={
             "PieceError": Hint(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijit.grading.build_pieces import switch_in_case
 from minijit.grading.cases import Case, Exercise, Hint, program_cases, program_hidden, raises
 from minijit.grading.probing import get
 
@@ -327,7 +328,8 @@ EXERCISES += [
                   "while and scan call eval_jaxpr themselves.")),
         probe=probe_eval_program,
         reference=_reference_eval_jaxpr,
-        public=program_cases(_EVAL_PUBLIC, probe=probe_eval_program),
+        public=(*program_cases(_EVAL_PUBLIC, probe=probe_eval_program),
+                switch_in_case("ex03_eval_jaxpr")),
         hidden=_eval_hidden(),
         error_hints={
             "KeyError": Hint(
@@ -363,7 +365,7 @@ EXERCISES += [
                   "function, a tuple of jaxprs in ( ... )); then in (a,) for one output.")),
         probe=probe_print_program,
         reference=_reference_pp_jaxpr,
-        public=_pp_cases(public=True),
+        public=(*_pp_cases(public=True), switch_in_case("ex03_pp_jaxpr")),
         hidden=_pp_cases(public=False),
         error_hints={
             "RecursionError": _NO_STR_INSIDE,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijit.grading.build_pieces import switch_in_case
 from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get
 
@@ -211,8 +212,9 @@ EXERCISES = [
                   "type(value)) for each (where, value) in static_values). leaf_avals is a "
                   "list: a list is not hashable.")),
         probe=probe_cache_key, reference=_reference_cache_key,
-        public=_cache_key_cases(["weak and strong scalars", "a static argument's value and "
-                                 "type", "a dict's key order", "mul_two_args"]),
+        public=(*_cache_key_cases(["weak and strong scalars", "a static argument's value "
+                                   "and type", "a dict's key order", "mul_two_args"]),
+                switch_in_case("ex04_cache_key")),
         hidden=_cache_key_hidden(),
         error_hints={
             "PieceError": Hint(

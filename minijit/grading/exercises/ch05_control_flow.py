@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijit.grading.build_pieces import switch_in_case
 from minijit.grading.cases import Case, Exercise, Hint, program_cases, program_hidden
 from minijit.grading.probing import get
 
@@ -454,7 +455,8 @@ EXERCISES += [
                   "did not capture).")),
         probe=probe_closure_program,
         reference=_reference_closure_convert,
-        public=program_cases(_CONVERT_PUBLIC, probe=probe_closure_program),
+        public=(*program_cases(_CONVERT_PUBLIC, probe=probe_closure_program),
+                switch_in_case("ex05_closure_convert")),
         hidden=_convert_hidden(),
         error_hints={
             "PieceError": Hint(

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from minijit.grading.build_pieces import switch_in_case
 from minijit.grading.cases import (
     Case,
     Exercise,
@@ -285,7 +286,7 @@ EXERCISES = [
                   "invars[0]'s shape, and close it. Then close every other feeding group. "
                   "Return the members of each group, sorted.")),
         probe=probe_fusion_groups, reference=_reference_fusion_groups,
-        public=_FG_PUBLIC, hidden=_FG_HIDDEN,
+        public=(*_FG_PUBLIC, switch_in_case("ex08_fusion_groups")), hidden=_FG_HIDDEN,
         error_hints={"PieceError": Hint(_PIECE_HINT + " " + _FG_CYCLE_HINT)},
     ),
 ]

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minijit.grading.build_pieces import switch_in_case
 from minijit.grading.cases import Case, Exercise, Hint
 from minijit.grading.probing import get
 
@@ -226,7 +227,7 @@ EXERCISES = [
                   "offset = len(shape) - len(s), join \"0\" if d == 1 else idx[offset + k] "
                   "for k, d in enumerate(s).")),
         probe=probe_loop_nest, reference=_reference_loop_nest,
-        public=NEST_PUBLIC, hidden=NEST_HIDDEN,
+        public=(*NEST_PUBLIC, switch_in_case("ex09_loop_nest")), hidden=NEST_HIDDEN,
         error_hints={
             "PieceError": ("minijit checked your loop nest before compiling it and found a "
                            "loop or a subscript wrong (the message says which); Numba would "
