@@ -103,6 +103,13 @@ def probe_print_count_prediction(ns):
     return get(ns, "PREDICTED_PRINTS")
 
 
+def probe_print_count_format(ns):
+    """Whether PREDICTED_PRINTS is a count: the public case checks its form, never its value
+    (a prediction that check() confirmed would no longer be one)."""
+    answer = get(ns, "PREDICTED_PRINTS")
+    return type(answer) is int and answer >= 0
+
+
 def probe_print_count_function(ns, calls):
     calls = [(tuple(shape), dtype) for shape, dtype in calls]
     return get(ns, "predict_prints")(calls)
@@ -182,16 +189,21 @@ EXERCISES = [
         hint=Hint(
             pitfall=("A print inside a jitted function runs while tracing only, never on a "
                      "cache hit: count traces, not calls."),
-            code=("A call traces when its (shape, dtype) has not been seen before: the "
-                  "number of prints is the number of distinct (shape, dtype) pairs.")),
+            code=("Follow the calls in order with the cache in mind: which calls find an "
+                  "entry made for their argument, and which make one? Only a call that makes "
+                  "one runs the Python body.")),
         probe=probe_print_count_function,
         reference=_reference_print_count,
         public=(
-            Case("the calls in the notebook", (), probe=probe_print_count_prediction),
+            Case("PREDICTED_PRINTS is a count (the grader checks its value)", (),
+                 probe=probe_print_count_format, expected=True,
+                 hint="PREDICTED_PRINTS must be an int: the number of lines printed."),
             Case("one shape, three calls", _calls(((5,), "float64"), ((5,), "float64"),
                                                   ((5,), "float64"))),
         ),
         hidden=(
+            Case("PREDICTED_PRINTS for the calls in the notebook", (),
+                 probe=probe_print_count_prediction),
             Case("no calls", _calls()),
             Case("dtype changes", _calls(((3,), "float64"), ((3,), "float32"),
                                          ((3,), "float64"), ((3,), "int32")))

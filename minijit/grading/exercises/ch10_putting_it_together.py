@@ -48,6 +48,18 @@ def probe_predicted_entries(ns):
     return [int(a) if isinstance(a, np.integer) else a for a in answer]
 
 
+def probe_predicted_entries_format(ns):
+    """The form of PREDICTED_ENTRIES (how many answers, each an int or "new"), never its
+    values: the public case checks a prediction's form, a hidden case its values."""
+    answer = get(ns, "PREDICTED_ENTRIES")
+    if type(answer) not in (list, tuple):
+        raise TypeError("PREDICTED_ENTRIES must be a list: an entry number or \"new\" per call")
+    answer = [int(a) if isinstance(a, np.integer) else a for a in answer]
+    return {"answers": len(answer),
+            "each an entry number or \"new\"": all(type(a) is int or a == "new"
+                                                     for a in answer)}
+
+
 def probe_predict_entries(ns, calls):
     predict = get(ns, "predict_entries")
     # Arguments written as Python expressions in the case list (trusted text).
@@ -123,6 +135,16 @@ def probe_verdicts(ns):
     if type(verdicts) is not dict:
         raise TypeError("VERDICTS must be a dict: workload name -> True or False")
     return {k: bool(v) if isinstance(v, np.bool_) else v for k, v in verdicts.items()}
+
+
+def probe_verdicts_format(ns):
+    """The form of VERDICTS (its workloads, each True or False), never its values."""
+    verdicts = get(ns, "VERDICTS")
+    if type(verdicts) is not dict:
+        raise TypeError("VERDICTS must be a dict: workload name -> True or False")
+    verdicts = {k: bool(v) if isinstance(v, np.bool_) else v for k, v in verdicts.items()}
+    return {"workloads": sorted(map(str, verdicts)),
+            "each True or False": all(type(v) is bool for v in verdicts.values())}
 
 
 def _pays_off(compile_s: float, jit_call_s: float, numpy_call_s: float, n_calls: int) -> bool:
@@ -419,14 +441,16 @@ EXERCISES = [
         probe=probe_predict_entries,
         reference=_reference_cache_entries,
         public=(
-            Case("PREDICTED_ENTRIES for the notebook's CALLS", (),
-                 probe=probe_predicted_entries),
+            Case("PREDICTED_ENTRIES answers each call of CALLS (the grader checks its values)",
+                 (), probe=probe_predicted_entries_format),
             _sequence("predict_entries: one shape, two dtypes, a NumPy scalar",
                       ("np.ones(5)", "1.0", "3"), ("np.zeros(5)", "4.0", "3"),
                       ("np.ones(5, np.float32)", "1.0", "3"),
                       ("np.ones(5)", "np.float64(1.0)", "3"), ("np.ones(5)", "-1.0", "3")),
         ),
         hidden=(
+            Case("PREDICTED_ENTRIES for the notebook's CALLS", (),
+                 probe=probe_predicted_entries),
             _sequence("weak and strong scalars",
                       ("np.ones(2)", "1.0", "1"), ("np.ones(2)", "1", "1"),
                       ("np.ones(2)", "True", "1"), ("np.ones(2)", "np.float32(1.0)", "1"),
@@ -467,11 +491,13 @@ EXERCISES = [
         probe=probe_pays_off,
         reference=lambda: {"pays_off": _pays_off, "VERDICTS": _verdicts()},
         public=(
-            Case("VERDICTS for the measured workloads", (), probe=probe_verdicts),
+            Case("VERDICTS answers each workload (the grader checks its values)", (),
+                 probe=probe_verdicts_format),
             Case("compile 1 s, 1 ms saved per call, 5,000 calls", (1.0, 0.001, 0.002, 5000)),
             Case("compile 1 s, 1 ms saved per call, 500 calls", (1.0, 0.001, 0.002, 500)),
         ),
         hidden=(
+            Case("VERDICTS for the measured workloads", (), probe=probe_verdicts),
             Case("jitted call slower, a million calls", (0.5, 0.003, 0.002, 1_000_000)),
             Case("equal speeds", (0.2, 0.004, 0.004, 100_000)),
             Case("free compile, one call", (0.0, 0.001, 0.002, 1)),
