@@ -210,15 +210,23 @@ EXERCISES = [
 
 
 def probe_eval_program(ns, name, seed):
+    """`name` is a program of the catalogue and `seed` makes its arguments, or `name` is
+    source text that defines `f` (trusted text of the case list) and `seed` its arguments,
+    each a (values, dtype) pair: programs in other dtypes than the catalogue's float64."""
     import minijit as mj
-    from minijit import build
+    import minijit.numpy as mnp
+    from minijit import build, lax
     from minijit.array import wrap
     from minijit.grading.programs import PROGRAMS, make_args
     from minijit.tree_util import tree_leaves
 
     eval_jaxpr = get(ns, "eval_jaxpr")
-    fun = PROGRAMS[name][0]
-    args = make_args(name, seed)
+    if name in PROGRAMS:
+        fun, args = PROGRAMS[name][0], make_args(name, seed)
+    else:
+        scope = {"np": np, "mnp": mnp, "lax": lax}
+        exec(name, scope)
+        fun, args = scope["f"], [np.asarray(value, dtype=dtype) for value, dtype in seed]
     closed = mj.make_jaxpr(fun)(*args)
     leaves = [np.asarray(x, dtype=v.aval.dtype) for x, v in zip(args, closed.jaxpr.invars)]
     with build.use("eval_jaxpr", eval_jaxpr, verify=False):
@@ -239,6 +247,16 @@ def _reference_eval_jaxpr():
 
 _EVAL_PUBLIC = ("add_literal", "scale_shift", "two_outputs", "int_arith", "sum_axes", "cond",
                 "while_loop", "scan")
+
+# Programs in float32 and int32, whose literals have those dtypes (a literal read without its
+# aval's dtype is a float64 or int64 array, which the impl rules refuse), and whose last
+# output is a literal itself (an outvar is not always in the environment).
+_F32_LITERALS = "def f(x):\n    return x * 2.0 + 1.0, 3.0\n"
+_I32_LITERALS = "def f(x):\n    return x * 3 - 1, 2\n"
+
+
+def _literal_case(label: str, source: str, values: list, dtype: str) -> Case:
+    return Case(label, (source, [[values, dtype]]), probe=probe_eval_program)
 
 
 # ------------------------------------------------------------------------ ex03_pp_jaxpr
@@ -289,6 +307,9 @@ _PP_CASE_HINTS = {
              "is named before its branches are printed, and the branches' variables take "
              "the next names. A branch that starts again from a was printed on its own "
              "(by str(), or with a fresh table of names), not inside the outer walk."),
+    "long_chain": ("After z the names go on ba, bb, ..., bz, ca: the position written in "
+                   "base 26 with the letters as digits (a is 0), so that ba follows z as 10 "
+                   "follows 9; aa would be a written twice."),
     "unread_output": ("An equation output that nothing reads is printed as _ and takes no "
                       "name, so the next name goes to the next variable; a sub-jaxpr's "
                       "outputs are read by its in (...)."),
@@ -329,8 +350,12 @@ EXERCISES += [
         probe=probe_eval_program,
         reference=_reference_eval_jaxpr,
         public=(*program_cases(_EVAL_PUBLIC, probe=probe_eval_program),
-                switch_in_case("ex03_eval_jaxpr")),
-        hidden=_eval_hidden(),
+                switch_in_case("ex03_eval_jaxpr"),
+                _literal_case("float32 literals keep their dtype, and an output is a literal",
+                              _F32_LITERALS, [0.5, -1.25, 3.0], "float32")),
+        hidden=(*_eval_hidden(),
+                _literal_case("int32 literals keep their dtype, and an output is a literal",
+                              _I32_LITERALS, [4, -7, 0, 9], "int32")),
         error_hints={
             "KeyError": Hint(
                 pitfall=("A variable was read before anything bound it: the constvars or "
@@ -365,7 +390,9 @@ EXERCISES += [
                   "function, a tuple of jaxprs in ( ... )); then in (a,) for one output.")),
         probe=probe_print_program,
         reference=_reference_pp_jaxpr,
-        public=(*_pp_cases(public=True), switch_in_case("ex03_pp_jaxpr")),
+        public=(*_pp_cases(public=True), switch_in_case("ex03_pp_jaxpr"),
+                Case("program long_chain: names after z go on ba, bb, ...", ("long_chain",),
+                     hint=_PP_CASE_HINTS["long_chain"])),
         hidden=_pp_cases(public=False),
         error_hints={
             "RecursionError": _NO_STR_INSIDE,

@@ -667,11 +667,15 @@ _DCE_PUBLIC = program_cases(_DCE_PUBLIC_NAMES) + (
              hint=_DCE_SUB_HINT),
 )
 
+# A cond is not an effectful primitive, but a branch that prints makes it one to keep: a
+# dce that asks eqn.primitive.effectful instead of has_effects(eqn) drops it.
+_DCE_LOUD_COND = source_case(
+    "an unread cond whose branch prints stays",
+    "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
+    "        return x * 2.0\n    lax.cond(p, loud, lambda x: x, x)\n"
+    "    return x - 1.0", (True, "bool"), _F3, hint=_DCE_EFFECTS_HINT)
 _DCE_HIDDEN = _catalogue_rest(_DCE_PUBLIC_NAMES) + (
-    source_case("an unread cond whose branch prints stays",
-             "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
-             "        return x * 2.0\n    lax.cond(p, loud, lambda x: x, x)\n"
-             "    return x - 1.0", (True, "bool"), _F3, hint=_DCE_EFFECTS_HINT),
+    _DCE_LOUD_COND,
     source_case("an unread cond without effects goes",
              "def f(p, x):\n    lax.cond(p, lambda x: mnp.sin(x), lambda x: x, x)\n"
              "    return x * 3.0", (False, "bool"), _F3),
@@ -713,7 +717,7 @@ EXERCISES += [
                   "and add its invars to live. Keep the live constvars and return "
                   "mj.Jaxpr(constvars, jaxpr.invars, kept in program order, jaxpr.outvars).")),
         probe=probe_dce, reference=_reference_dce,
-        public=(*_DCE_PUBLIC, switch_in_case("ex07_dce")), hidden=_DCE_HIDDEN,
+        public=(*_DCE_PUBLIC, switch_in_case("ex07_dce"), _DCE_LOUD_COND), hidden=_DCE_HIDDEN,
         error_hints={
             "PieceError": Hint(_PIECE_HINT + " Only remove: keep the invars, the outputs and "
                                "every equation that has effects or a live output."),
