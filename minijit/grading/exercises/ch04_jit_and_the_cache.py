@@ -214,9 +214,9 @@ EXERCISES = [
         probe=probe_cache_key, reference=_reference_cache_key,
         public=(*_cache_key_cases(["weak and strong scalars", "a static argument's value "
                                    "and type", "a dict's key order", "mul_two_args"]),
-                switch_in_case("ex04_cache_key"),
                 # a key without the treedef: (a, b) and [a, b] trace different programs
-                *_cache_key_cases(["the pytree's structure"])),
+                *_cache_key_cases(["the pytree's structure"]),
+                switch_in_case("ex04_cache_key")),
         hidden=_cache_key_hidden(),
         error_hints={
             "PieceError": Hint(

@@ -478,6 +478,12 @@ EXERCISES = [
                  hint=Hint("FIRST_NON_FINITE must be one of the strings in INTERMEDIATES.")),
             Case("small values", ([1.0, 2.0, 3.0], 1.0)),
             Case("large values", ([1000.0, 1.0, 999.0], 1.0)),
+            # subtracting the mean (0 here) leaves exp(1000): only the max makes every
+            # exponent <= 0
+            Case("scores far apart on both sides (the mean is 0)", ([1000.0, -1000.0, 0.0], 1.0)),
+            # the max of x, not of x / temperature, leaves exponents near 990
+            Case("a low temperature on large scores: the max of the scaled values",
+                 ([10.0, 9.0, -10.0], 0.01)),
         ),
         hidden=(
             Case("the first intermediate that is not finite", (), probe=probe_first_non_finite),
@@ -486,6 +492,8 @@ EXERCISES = [
             Case("very negative", ([-1000.0, -1001.0, -999.5], 1.0)),
             Case("2-d input", ([[700.0, 800.0], [1.0, -1.0]], 1.0)),
             Case("one element", ([123456.0], 3.0)),
+            Case("2-d input, scores far apart", ([[-900.0, 0.0], [900.0, 1.0]], 1.0)),
+            Case("a very low temperature", ([3.0, -2.0, 2.5], 0.002)),
         ),
     ),
 ]

@@ -717,7 +717,7 @@ EXERCISES += [
                   "and add its invars to live. Keep the live constvars and return "
                   "mj.Jaxpr(constvars, jaxpr.invars, kept in program order, jaxpr.outvars).")),
         probe=probe_dce, reference=_reference_dce,
-        public=(*_DCE_PUBLIC, switch_in_case("ex07_dce"), _DCE_LOUD_COND), hidden=_DCE_HIDDEN,
+        public=(*_DCE_PUBLIC, _DCE_LOUD_COND, switch_in_case("ex07_dce")), hidden=_DCE_HIDDEN,
         error_hints={
             "PieceError": Hint(_PIECE_HINT + " Only remove: keep the invars, the outputs and "
                                "every equation that has effects or a live output."),

@@ -238,6 +238,15 @@ _FG_PUBLIC = program_cases(_FG_PUBLIC_NAMES) + tuple(
     replace(c, hint=_FG_HINTS.get(c.name)) for c in _FUSE_PUBLIC)
 _FG_HIDDEN = (program_hidden(FUSING, _FG_PUBLIC_NAMES)
               + tuple(replace(c, hint=None) for c in _FUSE_HIDDEN if c.probe is None))
+# A value of the group broadcast to a larger shape: the broadcast_in_dim is fusible, but its
+# output shape is not the group's, so it starts a group of its own (rule 2 asks for both).
+_FG_SHAPES = source_case(
+    "a group's value broadcast to a larger shape starts a new group",
+    "def f(x, y):\n    a = mnp.sin(x) * 2.0\n    return mnp.exp(a[:, None] * y) + 1.0",
+    ([0.5, -1.25, 2.0], "float64"), ([[1.0, 2.0], [0.5, -1.0], [3.0, 0.25]], "float64"),
+    hint=("Rule 2 asks for both: an input the group produced, and the group's iteration "
+          "shape. A broadcast_in_dim fed by a group has a larger output shape than the "
+          "group's, so it starts a group of its own."))
 
 _FG_CYCLE_HINT = ("A group closes as soon as an equation outside it reads one of its values "
                   "(rule 4): afterwards nothing joins it, or the kernel would need a value "
@@ -286,7 +295,8 @@ EXERCISES = [
                   "invars[0]'s shape, and close it. Then close every other feeding group. "
                   "Return the members of each group, sorted.")),
         probe=probe_fusion_groups, reference=_reference_fusion_groups,
-        public=(*_FG_PUBLIC, switch_in_case("ex08_fusion_groups")), hidden=_FG_HIDDEN,
+        public=(*_FG_PUBLIC, _FG_SHAPES, switch_in_case("ex08_fusion_groups")),
+        hidden=_FG_HIDDEN,
         error_hints={"PieceError": Hint(_PIECE_HINT + " " + _FG_CYCLE_HINT)},
     ),
 ]

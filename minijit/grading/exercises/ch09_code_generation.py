@@ -112,6 +112,10 @@ PUBLIC = (
     _program("float32: a row sum of softplus, and softplus of the maximum (rank 0)",
              "lambda x: (mnp.sum(softplus(x), axis=1), softplus(mnp.max(x)))",
              [[[_WIDE32, _WIDE32[::-1]], "float32"]], _F32),
+    # softplus's own values, nothing added: where x is very negative they are tiny (4e-18 at
+    # -40), which max(x, 0) + log(1 + e^-|x|) rounds to 0 (log1p keeps them)
+    _program("float64: softplus alone, on both signs (tiny results for very negative x)",
+             "lambda x: (softplus(x), softplus(-x))", [[_WIDE, "float64"]], _F64),
 )
 HIDDEN = (
     _program("float64, moderate values: a column broadcast, and four softplus steps in a "
@@ -123,6 +127,8 @@ HIDDEN = (
     _program("float32: softplus of a negated input and of an outer sum, two outputs",
              "lambda x, y: (softplus(-x), mnp.max(softplus(x[:, None] + y), axis=0))",
              [[_WIDE32, "float32"], [[-30.0, 0.0, 7.5, 95.0], "float32"]], _F32),
+    _program("float32: softplus alone, on both signs (tiny results for very negative x)",
+             "lambda x: (softplus(x), softplus(-x))", [[_WIDE32, "float32"]], _F32),
 )
 
 

@@ -1,0 +1,369 @@
+"""The wrong answers an exercise's own text warns about fail one of its public cases.
+
+An exercise's text (the markdown above its cell, the cell's comments, the Exercise's `hint`
+and `error_hints`) names pitfalls. A learner who falls into one must see `check()` fail, not
+learn it from the grade. Each wrong answer below is the solution's exercise cell with a few
+lines changed (`old -> new`), or a whole cell; the test runs the exercise's public cases on
+it and asserts that the named case fails, and that the solution passes that same case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import nbformat
+import pytest
+from solution_cells import SOLUTIONS, solution_namespace
+
+from minijit import build, config
+from minijit.grading.checking import run_public_cases
+from minijit.grading.registry import default_exercises
+
+pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
+
+NOTEBOOKS = {
+    "ex02_process_primitive": "02_tracing.ipynb",
+    "ex03_eval_jaxpr": "03_the_ir.ipynb",
+    "ex03_pp_jaxpr": "03_the_ir.ipynb",
+    "ex04_cache_key": "04_jit_and_the_cache.ipynb",
+    "ex05_closure_convert": "05_control_flow.ipynb",
+    "ex06_disable_jit": "06_side_effects_and_debugging.ipynb",
+    "ex07_dce": "07_cleanup_passes.ipynb",
+    "ex08_fusion_groups": "08_fusion_and_buffers.ipynb",
+    "ex09_softplus_rule": "09_code_generation.ipynb",
+    "ex09_loop_nest": "09_code_generation.ipynb",
+}
+
+# What an exercise cell reads from cells before it, other than the notebook's imports.
+PRELUDES = {
+    "ex06_disable_jit": ("@mj.jit\ndef softmax(x, temperature):\n"
+                         "    exps = mnp.exp(x / temperature)\n"
+                         "    return exps / mnp.sum(exps)\n"),
+}
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A wrong answer: the solution's cell with each `old` replaced by `new`, or `cell`."""
+
+    exercise: str
+    what: str
+    caught_by: str  # the name of the public case that must fail
+    edits: tuple[tuple[str, str], ...] = ()
+    cell: str | None = None
+
+
+def _pp(old: str, new: str) -> tuple[tuple[str, str], ...]:
+    return ((old, new),)
+
+
+_LIT = 'return f"{np.asarray(a.val, dtype=a.aval.dtype).item()!r}:{a.aval.str_short()}"'
+_PP_SUBJAXPR = "            return jaxpr_doc(value)"
+_PP_LHS = ("        lhs = words([binder(v) for v in eqn.outvars])"
+           "  # named before the params' jaxprs\n")
+_PP_COND = "program cond"
+_STAGE = ("def process_primitive(trace, prim, args, params):\n"
+          "    atoms = {atoms}\n"
+          "    out_avals = checked_abstract_eval(prim, [a.aval for a in atoms], params)\n"
+          "    source = {source}\n"
+          "    outvars = {outvars}\n"
+          "    trace.eqns.append(Eqn(prim, tuple(atoms), tuple(outvars), {params}, source))\n"
+          "    return {ret}\n")
+_STAGE_OK = {"atoms": "[trace.to_atom(a) for a in args]", "source": "errors.user_location()",
+             "outvars": "[Var(aval) for aval in out_avals]", "params": "dict(params)",
+             "ret": "[trace.var_to_tracer(v, source) for v in outvars]"}
+
+
+def _stage(what: str, caught_by: str, **changes: str) -> Wrong:
+    return Wrong("ex02_process_primitive", what, caught_by,
+                 cell=_STAGE.format(**{**_STAGE_OK, **changes}))
+
+
+def _key(what: str, caught_by: str, body: str) -> Wrong:
+    return Wrong("ex04_cache_key", what, caught_by,
+                 cell=f"def cache_key(static_values, leaf_avals, treedef):\n    return {body}\n")
+
+
+def _convert(what: str, caught_by: str, body: str) -> Wrong:
+    return Wrong("ex05_closure_convert", what, caught_by,
+                 cell="def closure_convert(jaxpr, consts, all_consts):\n" + body)
+
+
+def _softplus(what: str, caught_by: str, expression: str) -> Wrong:
+    return Wrong("ex09_softplus_rule", what, caught_by,
+                 cell=f"def softplus_rule(args, eqn):\n    x = args[0]\n    return {expression}\n")
+
+
+_SWITCH_IN = "build.use switches it in: minijit's small example for "
+_SOFTMAX = "mnp.exp(scaled - mnp.max(scaled))"
+_F64_SOFTPLUS = "float64: softplus(2x + b), b broadcast along the rows"
+_F32_SOFTPLUS = "float32: a row sum of softplus, and softplus of the maximum (rank 0)"
+_TINY_SOFTPLUS = "float64: softplus alone, on both signs (tiny results for very negative x)"
+_NEST = "x * row + column: (3, 4), (4,) and (3, 1)"
+_EVAL_F32 = "float32 literals keep their dtype, and an output is a literal"
+
+WRONG = [
+    # ex02_process_primitive: to_atom for every argument, one Var per output, a copy of the
+    # params, the traced line as the source, one tracer per outvar in order
+    _stage("an outer trace's tracer used by its own Var, not captured", "program while_loop",
+           atoms="[a.atom if hasattr(a, 'atom') else trace.to_atom(a) for a in args]"),
+    _stage("a Var made by hand for every tracer argument", "program add_literal",
+           atoms="[Var(a.aval) if hasattr(a, 'atom') else trace.to_atom(a) for a in args]"),
+    _stage("one outvar only", "program while_loop", outvars="[Var(out_avals[0])]"),
+    _stage("the caller's params dict, not a copy", "program add_literal", params="params"),
+    _stage("no source line", "program add_literal", source="None"),
+    _stage("tracers without their equation's source", "program add_literal",
+           ret="[trace.var_to_tracer(v, None) for v in outvars]"),
+    _stage("tracers in another order than the outvars", "program while_loop",
+           ret="[trace.var_to_tracer(v, source) for v in outvars][::-1]"),
+    _stage("one tracer, not a list", "program add_literal",
+           ret="trace.var_to_tracer(outvars[0], source)"),
+    # ex03_eval_jaxpr: literals read by their own value and dtype, constvars bound, an impl
+    # rule's list unpacked, a list returned
+    Wrong("ex03_eval_jaxpr", "a literal looked up in the environment", "program add_literal",
+          _pp("return np.asarray(atom.val, dtype=atom.aval.dtype)", "return env[atom]")),
+    Wrong("ex03_eval_jaxpr", "a literal's raw .val (a Python number)", "program add_literal",
+          _pp("return np.asarray(atom.val, dtype=atom.aval.dtype)", "return atom.val")),
+    Wrong("ex03_eval_jaxpr", "a literal without its aval's dtype", _EVAL_F32,
+          _pp("return np.asarray(atom.val, dtype=atom.aval.dtype)",
+              "return np.asarray(atom.val)")),
+    Wrong("ex03_eval_jaxpr", "an output read from the environment, literal or not", _EVAL_F32,
+          _pp("return [read(atom) for atom in jaxpr.outvars]",
+              "return [env[atom] for atom in jaxpr.outvars]")),
+    Wrong("ex03_eval_jaxpr", "values bound as given (a Python float stays one)",
+          _SWITCH_IN + "eval_jaxpr",
+          _pp("env[var] = np.asarray(value, dtype=var.aval.dtype)", "env[var] = value")),
+    Wrong("ex03_eval_jaxpr", "constvars not bound", "program scale_shift",
+          _pp("    for var, value in zip(jaxpr.constvars, consts):\n        write(var, value)\n",
+              "")),
+    Wrong("ex03_eval_jaxpr", "the impl rule's list bound to the first outvar",
+          "program add_literal",
+          _pp("        for var, value in zip(eqn.outvars, outputs):\n            write(var, value)",
+              "        write(eqn.outvars[0], outputs)")),
+    Wrong("ex03_eval_jaxpr", "only the first output of an equation bound", "program two_outputs",
+          _pp("        for var, value in zip(eqn.outvars, outputs):\n            write(var, value)",
+              "        write(eqn.outvars[0], outputs[0])")),
+    Wrong("ex03_eval_jaxpr", "one output returned alone, not in a list", "program add_literal",
+          _pp("return [read(atom) for atom in jaxpr.outvars]",
+              "outs = [read(a) for a in jaxpr.outvars]\n"
+              "    return outs[0] if len(outs) == 1 else outs")),
+    # ex03_pp_jaxpr: one walk of names through the sub-jaxprs, outputs named before params,
+    # unread outputs as _, literals typed, params sorted, dtypes by name, names after z
+    Wrong("ex03_pp_jaxpr", "str() on a sub-jaxpr", _PP_COND,
+          _pp(_PP_SUBJAXPR, "            return pp.text(str(value))")),
+    Wrong("ex03_pp_jaxpr", "a sub-jaxpr printed with a fresh table of names", _PP_COND,
+          _pp(_PP_SUBJAXPR, "            return pp.text(pp_jaxpr(value))")),
+    Wrong("ex03_pp_jaxpr", "an equation's outputs named after its params' jaxprs", _PP_COND,
+          ((_PP_LHS, ""), ("        return pp.concat([lhs,",
+                           "        lhs = words([binder(v) for v in eqn.outvars])\n"
+                           "        return pp.concat([lhs,"))),
+    Wrong("ex03_pp_jaxpr", "unread outputs named, not _", "program unread_output",
+          _pp("        unread.update(", "        set().update(")),
+    Wrong("ex03_pp_jaxpr", "an unread output printed as _ but given a name",
+          "program unread_output",
+          _pp("        return f\"{'_' if id(var) in unread else name(var)}:",
+              "        n = name(var)\n        return f\"{'_' if id(var) in unread else n}:")),
+    Wrong("ex03_pp_jaxpr", "in (b) for one output", "program add_literal",
+          _pp('",)" if len(j.outvars) == 1 else ")"', '")"')),
+    Wrong("ex03_pp_jaxpr", "a literal without its type", "program add_literal",
+          _pp(_LIT, 'return f"{np.asarray(a.val, dtype=a.aval.dtype).item()!r}"')),
+    Wrong("ex03_pp_jaxpr", "params in the order they were given", "program unread_output",
+          _pp("for k in sorted(eqn.params)", "for k in eqn.params")),
+    Wrong("ex03_pp_jaxpr", "a dtype param by its repr", _PP_COND,
+          _pp("        if isinstance(value, np.dtype):\n            return pp.text(value.name)\n",
+              "")),
+    Wrong("ex03_pp_jaxpr", "a tuple of jaxprs without parentheses", _PP_COND,
+          _pp('return in_brackets("(", [param(x) for x in value], ")")',
+              "return pp.join(pp.brk(), [param(x) for x in value])")),
+    Wrong("ex03_pp_jaxpr", "invars named before constvars", "program scale_shift",
+          _pp("        consts = words([binder(v) for v in j.constvars])\n"
+              "        args = words([binder(v) for v in j.invars])",
+              "        args = words([binder(v) for v in j.invars])\n"
+              "        consts = words([binder(v) for v in j.constvars])")),
+    Wrong("ex03_pp_jaxpr", "names after z go on aa, ab, ...",
+          "program long_chain: names after z go on ba, bb, ...",
+          _pp('            i, text = len(names), ""\n            while True:\n'
+              '                text = "abcdefghijklmnopqrstuvwxyz"[i % 26] + text\n'
+              "                i //= 26\n                if i == 0:\n                    break",
+              '            i, letters = len(names), "abcdefghijklmnopqrstuvwxyz"\n'
+              "            text = letters[i] if i < 26 else letters[i // 26 - 1] + "
+              "letters[i % 26]")),
+    # ex04_cache_key: everything that changes the trace is in the key, and it is hashable
+    _key("leaf_avals kept as a list (unhashable)", "weak and strong scalars",
+         "(treedef, leaf_avals, tuple(static_values))"),
+    _key("static values without their type (1 == 1.0 == True)",
+         "a static argument's value and type", "(treedef, tuple(leaf_avals), "
+         "tuple(static_values))"),
+    _key("no weak type", "weak and strong scalars",
+         "(treedef, tuple((s, d) for s, d, w in leaf_avals), "
+         "tuple((w, v, type(v)) for w, v in static_values))"),
+    _key("no dtype", "program mul_two_args",
+         "(treedef, tuple((s, w) for s, d, w in leaf_avals), "
+         "tuple((w, v, type(v)) for w, v in static_values))"),
+    _key("no shape", "a static argument's value and type",
+         "(treedef, tuple((d, w) for s, d, w in leaf_avals), "
+         "tuple((w, v, type(v)) for w, v in static_values))"),
+    _key("no pytree structure", "the pytree's structure",
+         "(tuple(leaf_avals), tuple((w, v, type(v)) for w, v in static_values))"),
+    _key("static values left out", "a static argument's value and type",
+         "(treedef, tuple(leaf_avals))"),
+    _key("the key's hash (static values without their type)",
+         "a static argument's value and type",
+         "hash((treedef, tuple(leaf_avals), tuple(static_values)))"),
+    # ex05_closure_convert: match captured values by capture_key, one leading invar per
+    # entry of all_consts, no constvars left
+    _convert("captured values matched by identity", "program cond_in_while",
+             "    mine = {id(c): v for c, v in zip(consts, jaxpr.constvars)}\n"
+             "    leading = tuple(mine.get(id(c)) or Var(get_aval(c)) for c in all_consts)\n"
+             "    return Jaxpr((), leading + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)\n"),
+    _convert("captured values matched by position", "program cond_captures_tracers",
+             "    leading = tuple(jaxpr.constvars[i] if i < len(jaxpr.constvars)\n"
+             "                    else Var(get_aval(c)) for i, c in enumerate(all_consts))\n"
+             "    return Jaxpr((), leading + jaxpr.invars, jaxpr.eqns, jaxpr.outvars)\n"),
+    _convert("no invar for a value this body did not capture",
+             "program cond_captures_tracers",
+             "    return Jaxpr((), tuple(jaxpr.constvars) + jaxpr.invars, jaxpr.eqns,\n"
+             "                 jaxpr.outvars)\n"),
+    _convert("constvars left in place", "program cond_captures_array",
+             "    mine = {capture_key(c): v for c, v in zip(consts, jaxpr.constvars)}\n"
+             "    leading = tuple(mine.get(capture_key(c)) or Var(get_aval(c))\n"
+             "                    for c in all_consts)\n"
+             "    return Jaxpr(jaxpr.constvars, leading + jaxpr.invars, jaxpr.eqns,\n"
+             "                 jaxpr.outvars)\n"),
+    _convert("captured values after the body's invars", "program cond_captures_array",
+             "    mine = {capture_key(c): v for c, v in zip(consts, jaxpr.constvars)}\n"
+             "    leading = tuple(mine.get(capture_key(c)) or Var(get_aval(c))\n"
+             "                    for c in all_consts)\n"
+             "    return Jaxpr((), jaxpr.invars + leading, jaxpr.eqns, jaxpr.outvars)\n"),
+    # ex06_disable_jit: softmax(x) = softmax(x - c) with c the max of the scaled values;
+    # jit stays on
+    Wrong("ex06_disable_jit", "the mean subtracted, not the max",
+          "scores far apart on both sides (the mean is 0)",
+          _pp(_SOFTMAX, "mnp.exp(scaled - mnp.mean(scaled))")),
+    Wrong("ex06_disable_jit", "the min subtracted", "large values",
+          _pp(_SOFTMAX, "mnp.exp(scaled - mnp.min(scaled))")),
+    Wrong("ex06_disable_jit", "the max of x subtracted, not of x / temperature",
+          "a low temperature on large scores: the max of the scaled values",
+          _pp(_SOFTMAX, "mnp.exp(scaled - mnp.max(x))")),
+    Wrong("ex06_disable_jit", "the exponent clipped", "large values",
+          _pp(_SOFTMAX, "mnp.exp(mnp.minimum(scaled, 700.0))")),
+    Wrong("ex06_disable_jit", "jit switched off for good, not in a with block", "small values",
+          _pp("with mj.disable_jit():\n    softmax(", "mj.config.update('disable_jit', True)\n"
+              "if True:\n    softmax(")),
+    Wrong("ex06_disable_jit", "stable_softmax not jitted", "small values",
+          _pp("@mj.jit\ndef stable_softmax", "def stable_softmax")),
+    # ex07_dce: liveness backwards, effects through has_effects, sub-jaxprs cleaned too,
+    # invars kept
+    Wrong("ex07_dce", "sub-jaxprs never entered", "dead code inside a fori_loop body",
+          _pp("        eqn = map_subjaxprs(eqn, dce_jaxpr)\n", "")),
+    Wrong("ex07_dce", "effects asked of the primitive, not has_effects(eqn)",
+          "an unread cond whose branch prints stays",
+          _pp("if not has_effects(eqn) and", "if not eqn.primitive.effectful and")),
+    Wrong("ex07_dce", "effects ignored", "a debug.print stays",
+          _pp("if not has_effects(eqn) and", "if")),
+    Wrong("ex07_dce", "unread invars dropped", "dead code inside a fori_loop body",
+          _pp("mj.Jaxpr(constvars, jaxpr.invars,",
+              "mj.Jaxpr(constvars, tuple(v for v in jaxpr.invars if id(v) in live),")),
+    Wrong("ex07_dce", "liveness walked forwards", "program sin_cos",
+          (("for eqn in reversed(jaxpr.eqns):", "for eqn in jaxpr.eqns:"),
+           ("tuple(reversed(kept))", "tuple(kept)"))),
+    Wrong("ex07_dce", "kept equations in reverse order", "program sin_cos",
+          _pp("tuple(reversed(kept))", "tuple(kept)")),
+    Wrong("ex07_dce", "a kept equation's inputs not made live", "program sin_cos",
+          _pp("        live.update(id(a) for a in eqn.invars if isinstance(a, mj.Var))\n", "")),
+    # ex08_fusion_groups: rules 2-4
+    Wrong("ex08_fusion_groups", "rule 2 without the shape",
+          "a group's value broadcast to a larger shape starts a new group",
+          _pp('if g["open"] and not g["reduction"] and g["shape"] == shape]',
+              'if g["open"] and not g["reduction"]]')),
+    Wrong("ex08_fusion_groups", "groups that feed one equation not merged", "program sin_cos",
+          _pp("                for g in joinable[1:]:\n                    merge(target, g)\n",
+              "")),
+    Wrong("ex08_fusion_groups", "members join after a reduction", "program softmax",
+          (("            if target[\"reduction\"]:\n                target[\"open\"] = False\n",
+            ""),
+           ('if g["open"] and not g["reduction"] and g["shape"] == shape]',
+            'if g["open"] and g["shape"] == shape]'))),
+    Wrong("ex08_fusion_groups", "groups never close (no rule 4)",
+          "a debug.print among elementwise work",
+          _pp("        for g in feeding:  # rule 4\n            if g is not target:\n"
+              "                g[\"open\"] = False\n", "")),
+    Wrong("ex08_fusion_groups", "reductions never join (no rule 3)", "program softmax",
+          _pp("                target = g\n                target[\"reduction\"] = True\n",
+              "                pass\n")),
+    # ex09_softplus_rule: overflow for large x, log(1 + tiny) for very negative x
+    _softplus("np.log(1 + np.exp(x)) (overflows, float64)", _F64_SOFTPLUS,
+              'f"np.log(1.0 + np.exp({x}))"'),
+    _softplus("np.log(1 + np.exp(x)) (overflows, float32)", _F32_SOFTPLUS,
+              'f"np.log(1.0 + np.exp({x}))"'),
+    _softplus("np.log1p(np.exp(x)) (overflows)", _F64_SOFTPLUS, 'f"np.log1p(np.exp({x}))"'),
+    _softplus("max(x, 0) + log(1 + exp(-|x|)) (tiny results round to 0)", _TINY_SOFTPLUS,
+              'f"(max({x}, 0.0) + np.log(1.0 + np.exp(-abs({x}))))"'),
+    # ex09_loop_nest: operands line up with the last loops, size 1 reads 0, loops outermost
+    # first, none for rank 0
+    Wrong("ex09_loop_nest", "operands aligned on the first loops", _NEST,
+          _pp("offset = len(shape) - len(s)", "offset = 0")),
+    Wrong("ex09_loop_nest", "a dimension of size 1 read at the loop index", _NEST,
+          _pp('"0" if d == 1 else idx[offset + k]', "idx[offset + k]")),
+    Wrong("ex09_loop_nest", "loops innermost first", _NEST,
+          _pp('for i, d in zip(idx, shape)]', "for i, d in zip(idx, shape)][::-1]")),
+    Wrong("ex09_loop_nest", "a for line for a rank-0 loop", _SWITCH_IN + "loop_nest",
+          _pp('for i, d in zip(idx, shape)]',
+              'for i, d in zip(idx, shape)] or ["for i0 in range(1):"]')),
+]
+
+
+def _solution_cell(exercise: str) -> str:
+    notebook = nbformat.read(SOLUTIONS / NOTEBOOKS[exercise], as_version=4)
+    (source,) = [c.source for c in notebook.cells if c.cell_type == "code"
+                 and c.source.startswith(f"# EXERCISE {exercise}")]
+    return source
+
+
+def _cell(wrong: Wrong) -> str:
+    if wrong.cell is not None:
+        return wrong.cell
+    source = _solution_cell(wrong.exercise)
+    for old, new in wrong.edits:
+        assert source.count(old) == 1, f"{wrong.what}: {old!r} is not in the cell once"
+        source = source.replace(old, new)
+    return source
+
+
+def _public_rows(exercise: str, cell: str) -> dict:
+    """{case name: passed} for the public cases of `exercise` run on `cell`."""
+    ns = solution_namespace(NOTEBOOKS[exercise])
+    saved = dict(config._values)
+    try:
+        exec(compile(PRELUDES.get(exercise, "") + cell, f"<{exercise}>", "exec"), ns)
+        report = run_public_cases(default_exercises()[exercise], ns)
+    finally:
+        build.reset()
+        config._values.clear()
+        config._values.update(saved)
+        config._refresh()
+    return {row.name: row.passed for row in report.rows}
+
+
+_solution_rows: dict[str, dict] = {}
+
+
+def _solution(exercise: str) -> dict:
+    if exercise not in _solution_rows:
+        _solution_rows[exercise] = _public_rows(exercise, _solution_cell(exercise))
+    return _solution_rows[exercise]
+
+
+@pytest.mark.parametrize("exercise", sorted({w.exercise for w in WRONG}))
+def test_the_solution_passes_every_public_case(exercise):
+    rows = _solution(exercise)
+    assert all(rows.values()), [name for name, ok in rows.items() if not ok]
+
+
+@pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.exercise}: {w.what}")
+def test_a_named_pitfall_fails_a_public_case(wrong):
+    assert wrong.caught_by in _solution(wrong.exercise), f"no public case {wrong.caught_by!r}"
+    rows = _public_rows(wrong.exercise, _cell(wrong))
+    assert rows[wrong.caught_by] is False, (
+        f"{wrong.what} passes {wrong.caught_by!r}; failed: "
+        f"{[name for name, ok in rows.items() if not ok]}")
