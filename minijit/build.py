@@ -278,7 +278,15 @@ def call(name: str, *args, **kwargs):
     """Run piece `name` as it is now: minijit's own, or the learner's, with named errors."""
     fn = _current[name]
     if fn is PIECES[name].reference or _own_only.get():
-        return PIECES[name].reference(*args, **kwargs)
+        if _running.get() is None:
+            return PIECES[name].reference(*args, **kwargs)
+        # minijit's own dispatch, not the learner's piece handing its work over (a switch in
+        # another thread may have put minijit's own back while the learner's piece runs)
+        token = _running.set(None)
+        try:
+            return PIECES[name].reference(*args, **kwargs)
+        finally:
+            _running.reset(token)
     failure = None
     try:
         result = _run_learners(name, fn, args, kwargs)

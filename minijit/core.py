@@ -171,48 +171,17 @@ class ImplRules(dict):
     (the build track, chapter 03), hand out each rule checked. What that `eval_jaxpr` binds
     must be what the equation reads: NumPy arrays (np.ndarray or a NumPy scalar), of the
     dtype and shape of the equation's inputs. Otherwise a TypeError names the equation and
-    the operand, where a bare error from inside the rule would name neither."""
+    the operand, where a bare error from inside the rule would name neither. The check is
+    `interpret.py`'s (`check_operands`), which knows how to print an equation."""
+
+    check_operands: Callable | None = None
 
     def __getitem__(self, prim: Primitive):
         rule = dict.__getitem__(self, prim)
         args = build.running("eval_jaxpr")
-        if args is None:
+        if args is None or self.check_operands is None:
             return rule
-        return functools.partial(_checked_impl, prim, rule, args[0])
-
-
-def _checked_impl(prim: Primitive, rule: Callable, program, /, *vals, **params):
-    # positional-only: an impl rule's params may be named `jaxpr`
-    problem = _operand_problem(prim, program, vals)
-    if problem:
-        raise TypeError(f"{problem}. eval_jaxpr must bind every value (the arguments and "
-                        "consts too) as a NumPy array of its Var's dtype: "
-                        "np.asarray(value, dtype=var.aval.dtype)")
-    return rule(*vals, **params)
-
-
-def _operand_problem(prim: Primitive, jaxpr, vals) -> str | None:
-    for k, v in enumerate(vals):
-        if not isinstance(v, (np.ndarray, np.generic)):
-            return (f"the impl rule of {prim.name} got a {type(v).__name__} as operand {k}"
-                    + _which(prim, jaxpr))
-    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
-    fits = [e for e in eqns if len(e.invars) == len(vals) and all(
-        v.dtype == a.aval.dtype and v.shape == a.aval.shape for v, a in zip(vals, e.invars))]
-    if eqns and not fits:
-        got = ", ".join(f"{v.dtype}{list(v.shape)}" for v in vals)
-        return f"the impl rule of {prim.name} got operands {got}{_which(prim, jaxpr)}"
-    return None
-
-
-def _which(prim: Primitive, jaxpr) -> str:
-    """Where in `jaxpr`: its one equation of `prim`, printed, or how many there are."""
-    from minijit.ir import pp_eqn_alone
-
-    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
-    if len(eqns) == 1:
-        return f", in `{pp_eqn_alone(eqns[0])}`"
-    return f", in one of the {len(eqns)} {prim.name} equations" if eqns else ""
+        return functools.partial(self.check_operands, prim, rule, args[0])
 
 
 impl_rules: ImplRules = ImplRules()

@@ -113,6 +113,47 @@ build.register("eval_jaxpr", reference_eval_jaxpr, chapter="03_the_ir",
                check=_check_outputs, selftest=_selftest)
 
 
+# --------------------------------------------------------------------------- what a learner's
+# eval_jaxpr hands the impl rules
+
+
+def _checked_impl(prim, rule, program, /, *vals, **params):
+    """`rule(*vals, **params)` once `vals` are what `program`'s equation of `prim` reads
+    (`core.ImplRules`: while a learner's eval_jaxpr runs)."""
+    # positional-only: an impl rule's params may be named `jaxpr`
+    problem = _operand_problem(prim, program, vals)
+    if problem:
+        raise TypeError(f"{problem}. eval_jaxpr must bind every value (the arguments and "
+                        "consts too) as a NumPy array of its Var's dtype: "
+                        "np.asarray(value, dtype=var.aval.dtype)")
+    return rule(*vals, **params)
+
+
+def _operand_problem(prim, jaxpr, vals) -> str | None:
+    for k, v in enumerate(vals):
+        if not isinstance(v, (np.ndarray, np.generic)):
+            return (f"the impl rule of {prim.name} got a {type(v).__name__} as operand {k}"
+                    + _which(prim, jaxpr))
+    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
+    fits = [e for e in eqns if len(e.invars) == len(vals) and all(
+        v.dtype == a.aval.dtype and v.shape == a.aval.shape for v, a in zip(vals, e.invars))]
+    if eqns and not fits:
+        got = ", ".join(f"{v.dtype}{list(v.shape)}" for v in vals)
+        return f"the impl rule of {prim.name} got operands {got}{_which(prim, jaxpr)}"
+    return None
+
+
+def _which(prim, jaxpr) -> str:
+    """Where in `jaxpr`: its one equation of `prim`, printed, or how many there are."""
+    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
+    if len(eqns) == 1:
+        return f", in `{pp_eqn_alone(eqns[0])}`"
+    return f", in one of the {len(eqns)} {prim.name} equations" if eqns else ""
+
+
+impl_rules.check_operands = _checked_impl
+
+
 # --------------------------------------------------------------------------- elementwise
 
 

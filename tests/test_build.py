@@ -412,3 +412,19 @@ def test_the_switch_in_case_of_a_stub_is_not_attempted():
 
     report = run_public_cases(default_exercises()["ex07_dce"], {"dce_jaxpr": stub})
     assert not report.attempted and report.passed == 0
+
+
+def test_minijits_own_dispatch_is_no_hand_over():
+    """A switch back to minijit's own while the learner's piece runs (another thread's, here
+    done from inside the piece) makes minijit's nested dispatch run its own piece: that is not
+    the learner's piece handing its work over."""
+    own = _solution_pieces()["eval_jaxpr"]
+
+    def switching(jaxpr, consts, *args):
+        build.reset("eval_jaxpr")  # as another thread could, mid-run
+        return own(jaxpr, consts, *args)  # its cond calls build.call: minijit's own now
+
+    closed = mj.make_jaxpr(_cond_program)(np.arange(3.0))
+    build.use("eval_jaxpr", switching, verify=False)
+    np.testing.assert_array_equal(mj.eval_jaxpr(closed.jaxpr, closed.consts, np.arange(3.0)),
+                                  [2.0 * np.arange(3.0)])
