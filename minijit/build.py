@@ -229,7 +229,7 @@ def use(name: str, fn: Callable[..., Any], *, verify: bool = True,
     if not callable(fn):
         raise TypeError(f"build.use({name!r}, ...) needs a function {piece.signature}, "
                         f"got {type(fn).__name__}")
-    if verify and fn is not piece.reference:
+    if verify:
         problem = selftest(name, fn)
         if problem:
             print(f"minijit keeps its own {name}: yours {problem} on a small example, so it "
@@ -278,15 +278,7 @@ def call(name: str, *args, **kwargs):
     """Run piece `name` as it is now: minijit's own, or the learner's, with named errors."""
     fn = _current[name]
     if fn is PIECES[name].reference or _own_only.get():
-        if _running.get() is None:
-            return PIECES[name].reference(*args, **kwargs)
-        # minijit's own dispatch, not the learner's piece handing its work over (a switch in
-        # another thread may have put minijit's own back while the learner's piece runs)
-        token = _running.set(None)
-        try:
-            return PIECES[name].reference(*args, **kwargs)
-        finally:
-            _running.reset(token)
+        return _run_own(name, args, kwargs)
     failure = None
     try:
         result = _run_learners(name, fn, args, kwargs)
@@ -319,17 +311,29 @@ def trial(fn: Callable[..., Any], *args, **kwargs):
 PIECE_RUNNERS = frozenset({call.__code__, trial.__code__, _run_learners.__code__})
 
 
+def _run_own(name: str, args: tuple, kwargs: dict):
+    """minijit's own piece `name`, run by minijit's own dispatch: no hand-over by a learner's
+    piece that may be running (a switch in another thread may have put minijit's own back
+    meanwhile), so its guard sees none."""
+    if _running.get() is None:
+        return PIECES[name].reference(*args, **kwargs)
+    token = _running.set(None)
+    try:
+        return PIECES[name].reference(*args, **kwargs)
+    finally:
+        _running.reset(token)
+
+
 def _raise_if_minijit_fails_too(name: str, args: tuple, kwargs: dict) -> None:
     """Run minijit's own piece where the learner's raised: its error, if it raises one too,
     is the program's, and goes on unchanged, as it would without the learner's piece."""
     error = None
-    token, outside = _own_only.set(True), _running.set(None)
+    token = _own_only.set(True)
     try:
-        PIECES[name].reference(*args, **kwargs)
+        _run_own(name, args, kwargs)
     except Exception as e:  # noqa: BLE001 - whatever minijit's own raises is the program's
         error = e
     finally:
-        _running.reset(outside)
         _own_only.reset(token)
     if error is not None:
         raise error
@@ -337,12 +341,9 @@ def _raise_if_minijit_fails_too(name: str, args: tuple, kwargs: dict) -> None:
 
 def _message(name: str, what: str) -> str:
     origin = _origins.get(name)
-    if origin is None:
-        return (f"your {name} (switched in with minijit.build.use) {what}\n"
-                f"  minijit runs your {name} until you switch back: fix it and call "
-                f"build.use({name!r}, ...) again, or use minijit's own with "
-                f"build.reset({name!r}).")
-    return (f"your {name} ({origin}) {what}\n"
-            f"  minijit runs your {name} until you switch back: fix it there and run "
-            f"use_mine() again to pick the fix up, or use minijit's own with "
-            f"build.reset({name!r}).")
+    where, fix = (("switched in with minijit.build.use",
+                   f"fix it and call build.use({name!r}, ...) again") if origin is None else
+                  (origin, "fix it there and run use_mine() again to pick the fix up"))
+    return (f"your {name} ({where}) {what}\n"
+            f"  minijit runs your {name} until you switch back: {fix}, or use minijit's own "
+            f"with build.reset({name!r}).")
