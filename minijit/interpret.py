@@ -130,22 +130,21 @@ def _checked_impl(prim, rule, program, /, *vals, **params):
 
 
 def _operand_problem(prim, jaxpr, vals) -> str | None:
+    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
     for k, v in enumerate(vals):
         if not isinstance(v, (np.ndarray, np.generic)):
             return (f"the impl rule of {prim.name} got a {type(v).__name__} as operand {k}"
-                    + _which(prim, jaxpr))
-    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
+                    + _which(prim, eqns))
     fits = [e for e in eqns if len(e.invars) == len(vals) and all(
         v.dtype == a.aval.dtype and v.shape == a.aval.shape for v, a in zip(vals, e.invars))]
     if eqns and not fits:
         got = ", ".join(f"{v.dtype}{list(v.shape)}" for v in vals)
-        return f"the impl rule of {prim.name} got operands {got}{_which(prim, jaxpr)}"
+        return f"the impl rule of {prim.name} got operands {got}{_which(prim, eqns)}"
     return None
 
 
-def _which(prim, jaxpr) -> str:
-    """Where in `jaxpr`: its one equation of `prim`, printed, or how many there are."""
-    eqns = [e for e in getattr(jaxpr, "eqns", ()) if e.primitive is prim]
+def _which(prim, eqns) -> str:
+    """Where the program's equations of `prim` are: the one, printed, or how many."""
     if len(eqns) == 1:
         return f", in `{pp_eqn_alone(eqns[0])}`"
     return f", in one of the {len(eqns)} {prim.name} equations" if eqns else ""
