@@ -22,6 +22,13 @@ from minijit.grading.registry import default_exercises
 pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 NOTEBOOKS = {
+    "ex01_break_even": "01_why_jit.ipynb",
+    "ex03_broadcast_rule": "03_the_ir.ipynb",
+    "ex03_dtype": "03_the_ir.ipynb",
+    "ex06_debug_print": "06_side_effects_and_debugging.ipynb",
+    "ex06_leak": "06_side_effects_and_debugging.ipynb",
+    "ex06_recompiles": "06_side_effects_and_debugging.ipynb",
+    "ex06_donate": "06_side_effects_and_debugging.ipynb",
     "ex02_process_primitive": "02_tracing.ipynb",
     "ex03_eval_jaxpr": "03_the_ir.ipynb",
     "ex03_pp_jaxpr": "03_the_ir.ipynb",
@@ -36,6 +43,10 @@ NOTEBOOKS = {
 
 # What an exercise cell reads from cells before it, other than the notebook's imports.
 PRELUDES = {
+    "ex06_recompiles": ("def decay(x, rate):\n    return x * mnp.exp(-rate)\n\n\n"
+                        "@mj.jit\ndef gain(x, g):\n    return x * g\n"),
+    "ex06_donate": ("def step(w, m, g):\n    m = 0.9 * m + g\n"
+                    "    return w - 0.01 * m, m\n"),
     "ex06_disable_jit": ("@mj.jit\ndef softmax(x, temperature):\n"
                          "    exps = mnp.exp(x / temperature)\n"
                          "    return exps / mnp.sum(exps)\n"),
@@ -235,6 +246,61 @@ WRONG = [
              "    leading = tuple(mine.get(capture_key(c)) or Var(get_aval(c))\n"
              "                    for c in all_consts)\n"
              "    return Jaxpr((), jaxpr.invars + leading, jaxpr.eqns, jaxpr.outvars)\n"),
+    # ex01_break_even: the first n whose jitted total is *not larger*, n >= 1, None when the
+    # jitted call is no faster
+    Wrong("ex01_break_even", "a strictly smaller total asked for", "equal totals at 2 calls: "
+          "compile 2 s, eager 1.5 s, jitted 0.5 s",
+          _pp("max(1, math.ceil(compile_s / (eager_s - jitted_s)))",
+              "math.floor(compile_s / (eager_s - jitted_s)) + 1")),
+    Wrong("ex01_break_even", "0 calls when the compile is free",
+          "free compile: still at least 1 call",
+          _pp("max(1, math.ceil(compile_s / (eager_s - jitted_s)))",
+              "math.ceil(compile_s / (eager_s - jitted_s))")),
+    Wrong("ex01_break_even", "equal speeds divide by zero", "jitted exactly as fast",
+          _pp("if jitted_s >= eager_s:", "if jitted_s > eager_s:")),
+    # ex03_broadcast_rule: aligned at the last axis, equal dtypes, TypeError, the other size
+    Wrong("ex03_broadcast_rule", "shapes aligned at the first axis",
+          "inside make_jaxpr: (2, 1) with (3,)",
+          (("(1,) * (ndim - x.ndim) + x.shape", "x.shape + (1,) * (ndim - x.ndim)"),
+           ("(1,) * (ndim - y.ndim) + y.shape", "y.shape + (1,) * (ndim - y.ndim)"))),
+    Wrong("ex03_broadcast_rule", "dtypes not compared",
+          "unequal dtypes: f32[2] with f64[2] raises TypeError",
+          _pp('        raise TypeError(f"badd needs equal dtypes, got {x} and {y}")\n',
+              "        pass\n")),
+    Wrong("ex03_broadcast_rule", "ValueError, as NumPy raises",
+          "incompatible: (2,) with (3,) raises TypeError",
+          _pp('raise TypeError(f"badd: shapes', 'raise ValueError(f"badd: shapes')),
+    Wrong("ex03_broadcast_rule", "the larger size kept (1 against 0 gives 1)",
+          "a size of 0 against 1: (3, 1) with (1, 0)",
+          _pp("shape.append(b if a == 1 else a)", "shape.append(max(a, b))")),
+    Wrong("ex03_broadcast_rule", "one ShapedArray, not a list", "equal: (2, 3) with (2, 3)",
+          _pp("return [ShapedArray(tuple(shape), x.dtype)]",
+              "return ShapedArray(tuple(shape), x.dtype)")),
+    # ex03_dtype: convert before the operation that goes wrong, not the result afterwards
+    Wrong("ex03_dtype", "elapsed converted afterwards", "elapsed: the three readings of the "
+          "notebook", _pp("t = seconds.astype(mnp.float64) + fractions",
+                          "t = (seconds + fractions).astype(mnp.float64)")),
+    Wrong("ex03_dtype", "mean_abs_diff converted afterwards",
+          "mean_abs_diff: the 2x2 images of the notebook",
+          _pp("mnp.abs(a.astype(mnp.float64) - b.astype(mnp.float64))",
+              "mnp.abs(a - b).astype(mnp.float64)")),
+    # ex06: debug.print on every call, no tracer kept, donation that hurts no caller, one
+    # trace per driver
+    Wrong("ex06_debug_print", "Python's print", "[1, 2, 3] three times (scales 2, 2, 10), "
+          "then [1, 1]", _pp('mj.debug.print("total = {:.2f}", total)',
+                             'print("total = {:.2f}".format(total))')),
+    Wrong("ex06_leak", "the step kept in a list inside the jitted update",
+          "x = [1, -2, 0.5], 3 steps",
+          (("    g = mnp.tanh(x)\n", "    g = mnp.tanh(x)\n    _seen.append(g)\n"),
+           ("def run(x, steps):", "_seen = []\n\n\ndef run(x, steps):"))),
+    Wrong("ex06_donate", "the caller's w donated", "fit: 2 batches, 3 epochs",
+          _pp("donate_argnums=1)", "donate_argnums=(0, 1))")),
+    Wrong("ex06_donate", "the caller's batches donated", "fit: 2 batches, 3 epochs",
+          _pp("donate_argnums=1)", "donate_argnums=(1, 2))")),
+    Wrong("ex06_recompiles", "gains passed as they come (Python and NumPy numbers)",
+          "apply_gains, 6 gains", _pp("x = gain(x, float(g))", "x = gain(x, g)")),
+    Wrong("ex06_recompiles", "a new jitted lambda on every step", "train, 6 steps",
+          _pp("x = smooth_step(x)", "x = mj.jit(lambda v: v - 0.1 * mnp.tanh(v))(x)")),
     # ex06_disable_jit: softmax(x) = softmax(x - c) with c the max of the scaled values;
     # jit stays on
     Wrong("ex06_disable_jit", "the mean subtracted, not the max",

@@ -44,6 +44,12 @@ EXERCISES = [
         public=(
             Case("compile 0.5 s, eager 10 ms, jitted 1 ms", (0.5, 0.01, 0.001)),
             Case("jitted not faster", (0.2, 0.001, 0.002)),
+            # the three pitfalls the text names: equal totals count ("not larger"), n >= 1,
+            # and None (not a division by zero) when the jitted call is no faster
+            Case("equal totals at 2 calls: compile 2 s, eager 1.5 s, jitted 0.5 s",
+                 (2.0, 1.5, 0.5)),
+            Case("free compile: still at least 1 call", (0.0, 0.02, 0.005)),
+            Case("jitted exactly as fast", (0.3, 0.002, 0.002)),
         ),
         hidden=(
             Case("compile 2 s, eager 3 ms, jitted 1.1 ms", (2.0, 0.003, 0.0011)),

@@ -135,6 +135,11 @@ EXERCISES = [
             Case("inside make_jaxpr: (2, 1) with (3,)", ((2, 1), (3,)),
                  probe=probe_broadcast_rule_in_jaxpr),
             _clash((2,), (3,)),
+            # the text's other two rules: equal dtypes, and "the result has the other size"
+            # (which is 0 against 1, where max(a, b) gives 1)
+            Case("unequal dtypes: f32[2] with f64[2] raises TypeError",
+                 ([2], [2], "float32", "float64"), expected=raises("TypeError")),
+            _shapes("a size of 0 against 1", (3, 1), (1, 0)),
         ),
         hidden=(
             _shapes("rank 3 and rank 1", (2, 1, 5), (5,)),
