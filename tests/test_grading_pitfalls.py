@@ -22,6 +22,10 @@ from minijit.grading.registry import default_exercises
 pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 NOTEBOOKS = {
+    "ex02_where": "02_tracing.ipynb",
+    "ex04_static_args": "04_jit_and_the_cache.ipynb",
+    "ex04_buckets": "04_jit_and_the_cache.ipynb",
+    "ex05_cond_loop": "05_control_flow.ipynb",
     "ex01_break_even": "01_why_jit.ipynb",
     "ex03_broadcast_rule": "03_the_ir.ipynb",
     "ex03_dtype": "03_the_ir.ipynb",
@@ -43,6 +47,9 @@ NOTEBOOKS = {
 
 # What an exercise cell reads from cells before it, other than the notebook's imports.
 PRELUDES = {
+    "ex04_static_args": ("def summarize(x, n, scale, *, mode):\n    head = x[:n] * scale\n"
+                         "    if mode == 'sum':\n        return mnp.sum(head)\n"
+                         "    return mnp.max(head)\n"),
     "ex06_recompiles": ("def decay(x, rate):\n    return x * mnp.exp(-rate)\n\n\n"
                         "@mj.jit\ndef gain(x, g):\n    return x * g\n"),
     "ex06_donate": ("def step(w, m, g):\n    m = 0.9 * m + g\n"
@@ -258,6 +265,29 @@ WRONG = [
               "math.ceil(compile_s / (eager_s - jitted_s))")),
     Wrong("ex01_break_even", "equal speeds divide by zero", "jitted exactly as fast",
           _pp("if jitted_s >= eager_s:", "if jitted_s > eager_s:")),
+    # ex02_where: no Python if on a traced value; each side shifted toward 0
+    Wrong("ex02_where", "a Python if on the array", "t = 0",
+          _pp("return mnp.where(x > t, x - t, mnp.where(x < -t, x + t, 0.0))",
+              "return x - t if (x > t).all() else x")),
+    Wrong("ex02_where", "the negative side shifted away from 0", "t = 1",
+          _pp("mnp.where(x < -t, x + t, 0.0)", "mnp.where(x < -t, x - t, 0.0)")),
+    # ex04_static_args: static exactly what must be; ex04_buckets: powers of two from 8
+    Wrong("ex04_static_args", "scale static too", "both modes, scale changing",
+          _pp("static_argnums=1,", "static_argnums=(1, 2),")),
+    Wrong("ex04_static_args", "mode left traced", "both modes, scale changing",
+          _pp('static_argnums=1, static_argnames="mode"', "static_argnums=1")),
+    Wrong("ex04_buckets", "a length that is a power of two padded to the next",
+          "lengths 9 to 16", _pp("1 << (len(x) - 1).bit_length()", "1 << len(x).bit_length()")),
+    Wrong("ex04_buckets", "no bucket below 8", "lengths 3, 5, 8",
+          _pp("max(8, 1 << (len(x) - 1).bit_length())", "1 << (len(x) - 1).bit_length()")),
+    # ex05_cond_loop: a cond in grow's jaxpr, an integer count of years
+    Wrong("ex05_cond_loop", "mnp.where for the harvest", "grow's jaxpr holds a cond and a loop",
+          _pp("return lax.cond(mnp.sum(x) > 100.0, lambda x: x * 0.5, lambda x: x, x)",
+              "return mnp.where(mnp.sum(x) > 100.0, x * 0.5, x)")),
+    Wrong("ex05_cond_loop", "years counted as a float",
+          "years_until([1, 2, 3], 1.5, target = 10, 100)",
+          _pp("lax.while_loop(below, one_year, (x, 0))",
+              "lax.while_loop(below, one_year, (x, 0.0))")),
     # ex03_broadcast_rule: aligned at the last axis, equal dtypes, TypeError, the other size
     Wrong("ex03_broadcast_rule", "shapes aligned at the first axis",
           "inside make_jaxpr: (2, 1) with (3,)",
