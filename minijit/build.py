@@ -274,8 +274,10 @@ def is_reference(name: str) -> bool:
     return _current[name] is PIECES[name].reference
 
 
-def call(name: str, *args, **kwargs):
-    """Run piece `name` as it is now: minijit's own, or the learner's, with named errors."""
+def call(name: str, /, *args, **kwargs):
+    """Run piece `name` as it is now: minijit's own, or the learner's, with named errors.
+    `name` is positional only: a keyword argument of the piece may be called `name` too
+    (`bind(jit_p, ..., name=...)`)."""
     fn = _current[name]
     if fn is PIECES[name].reference or _own_only.get():
         return _run_own(name, args, kwargs)
@@ -299,7 +301,7 @@ def call(name: str, *args, **kwargs):
     return result
 
 
-def trial(fn: Callable[..., Any], *args, **kwargs):
+def trial(fn: Callable[..., Any], /, *args, **kwargs):
     """`fn(*args, **kwargs)`, run as `call` runs a piece: a selftest runs a candidate through
     this, so the candidate's frames count as minijit's (`PIECE_RUNNERS`), as they will once
     the candidate is switched in."""
