@@ -23,6 +23,7 @@ from minijit.device import block_until_ready, device_put, effects_barrier
 from minijit.interpret import eval_jaxpr
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, Var, typecheck_jaxpr
 from minijit.jit import eval_shape, jit, make_jaxpr
+from minijit.jvp import jvp
 from minijit.tracing import Tracer
 from minijit.version import __version__  # noqa: F401 - minijit.__version__
 
@@ -32,6 +33,6 @@ __all__ = [
     "Array", "ClosedJaxpr", "Eqn", "Jaxpr", "Lit", "Primitive", "ShapeDtypeStruct", "ShapedArray",
     "Tracer", "Var", "bind", "block_until_ready", "build", "check_tracer_leaks", "checking_leaks",
     "config", "debug", "debug_nans", "device_put", "disable_jit", "effects_barrier", "errors",
-    "eval_jaxpr", "eval_shape", "jit",
+    "eval_jaxpr", "eval_shape", "jit", "jvp",
     "lax", "make_jaxpr", "numpy", "tree", "tree_util", "typecheck_jaxpr",
 ]

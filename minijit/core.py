@@ -11,12 +11,18 @@ Every interpretation of a program is a table from primitive to rule:
 primitive to the innermost trace of this thread. A staging trace (`tracing.JaxprTrace`) records
 an equation; the `EvalTrace` at the bottom of every stack runs the primitive's impl rule now.
 So eager code and traced code go through the same primitives, the same abstract-eval checks
-and the same error messages (autodidax's EvalTrace).
+and the same error messages (autodidax's EvalTrace). `new_trace(trace)` pushes a trace for
+the length of a block; `jvp.JVPTrace` shows why the traces form a stack (chapter 02).
+
+`bind` is a piece of the build track (`minijit.build`, chapter 02's exercise): with a learner's
+switched in, every primitive goes through it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -214,6 +220,27 @@ class Tracer:
 
     aval: ShapedArray
 
+    # What is known of the array: its abstract value (a subclass may say it faster).
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
     def raise_leaked(self):
         """Raise the error for a tracer used after its trace ended."""
         raise NotImplementedError
@@ -300,10 +327,128 @@ def is_tracing() -> bool:
     return len(trace_state.stack) > 1
 
 
+@contextlib.contextmanager
+def new_trace(trace):
+    """`trace` is the innermost trace of this thread inside the block (pushed on the stack);
+    after it, even when the block raises, the stack is exactly as it was before."""
+    stack = trace_state.stack
+    depth = len(stack)
+    stack.append(trace)
+    try:
+        yield trace
+    finally:
+        del stack[depth:]
+
+
+# True while `bind` is minijit's own and on no trial: `bind` then goes straight to the trace,
+# as every eager operation does, without asking `build` (the build track's listener keeps it).
+_own_bind = [True]
+
+
 def bind(prim: Primitive, *args, **params):
     """Apply `prim` to `args` in the innermost trace: stage it, or (at the bottom) run it.
 
-    Returns one value, or a list of values when `prim.multiple_results`.
+    Returns one value, or a list of values when `prim.multiple_results`. This is the build
+    track's piece `bind` (`reference_bind`), or a learner's once switched in (chapter 02).
     """
+    if _own_bind[0]:
+        outs = trace_state.stack[-1].process_primitive(prim, args, params)
+        return outs if prim.multiple_results else outs[0]
+    if build.running("bind") is not None and _handed_over(sys._getframe(1)):
+        build.guard("bind")  # a learner's bind called this one: it hands its work over
+    return build.call("bind", prim, *args, **params)
+
+
+def reference_bind(prim: Primitive, *args, **params):
+    """minijit's own `bind`, the piece: the innermost trace of this thread processes `prim`
+    (a list of outputs); one output comes back alone, several as that list."""
+    build.guard("bind")  # fails when a learner's bind hands its work to this one
     outs = trace_state.stack[-1].process_primitive(prim, args, params)
     return outs if prim.multiple_results else outs[0]
+
+
+def _handed_over(frame) -> bool:
+    """Whether `bind`'s caller (`frame`, or the caller of `Primitive.bind`) is the learner's
+    `bind` itself, or `build` running minijit's `bind` as the learner's: a primitive that the
+    learner's bind passes to a trace comes back through a `process_primitive` instead."""
+    if frame.f_code is Primitive.bind.__code__:
+        frame = frame.f_back
+    return frame.f_code in build.PIECE_RUNNERS or (
+        frame.f_back is not None and frame.f_back.f_code in build.PIECE_RUNNERS)
+
+
+def _bind_switched() -> None:
+    _own_bind[0] = build.is_reference("bind")
+
+
+def _check_bound(result, prim, /, *args, **params) -> str | None:
+    """What is wrong with the result of a learner's `bind`, if anything: its form."""
+    if prim.multiple_results and not isinstance(result, (list, tuple)):
+        return (f"returned a {type(result).__name__} for {prim.name}, a primitive with several "
+                "outputs: bind returns the list that process_primitive gave")
+    if not prim.multiple_results and isinstance(result, (list, tuple)):
+        return (f"returned a {type(result).__name__} for {prim.name}, a primitive with one "
+                "output: bind returns that output itself (the list's only element), and the "
+                "list only when prim.multiple_results")
+    return None
+
+
+class _Recorder:
+    """A trace for bind's small example: it records what it is handed and names its outputs."""
+
+    def __init__(self, name: str):
+        self.name, self.handed = name, []
+
+    def process_primitive(self, prim, args, params):
+        self.handed.append((prim, args, params))
+        return [f"{self.name}:{prim.name}:{k}" for k in range(2 if prim.multiple_results else 1)]
+
+
+def _selftest_bind(candidate) -> str | None:
+    """Bind with a candidate: at the bottom of the stack (it computes), then with two traces
+    above it (the innermost processes; one output alone, two as a list; args and params as
+    given)."""
+    sin = Primitive("sin_for_bind")
+    pair = Primitive("pair_for_bind", multiple_results=True)
+    abstract_eval_rules[sin] = lambda x: [x]
+    impl_rules[sin] = lambda x: [np.sin(x)]
+    saved, trace_state.stack = trace_state.stack, [eval_trace]
+    _own_bind[0] = False  # minijit's bind, called by the candidate, is then seen (guard)
+    try:
+        x = np.array([0.0, 1.0])
+        got = build.trial(candidate, sin, x)
+        problem = _check_bound(got, sin, x)
+        if problem:
+            return problem
+        if not isinstance(got, np.ndarray) or not np.array_equal(got, np.sin(x)):
+            return (f"returned {got!r} for sin of {x!r} with no trace above the EvalTrace, "
+                    f"where it computes {np.sin(x)!r}")
+        outer, inner = _Recorder("outer"), _Recorder("inner")
+        with new_trace(outer), new_trace(inner):
+            one = build.trial(candidate, sin, "x")
+            two = build.trial(candidate, pair, "x", "y", axis=1)
+        if outer.handed:
+            return ("handed a primitive to a trace below the innermost one: bind hands it to "
+                    "the innermost trace, the last one on trace_state.stack")
+        if [(p, tuple(a), k) for p, a, k in inner.handed] != [
+                (sin, ("x",), {}), (pair, ("x", "y"), {"axis": 1})]:
+            return (f"handed the innermost trace {inner.handed!r}; it gets (prim, args, params) "
+                    "as bind was given them: args a tuple, params a dict")
+        problem = _check_bound(one, sin, "x") or _check_bound(two, pair, "x", "y", axis=1)
+        if problem:
+            return problem
+        if one != "inner:sin_for_bind:0" or list(two) != ["inner:pair_for_bind:0",
+                                                          "inner:pair_for_bind:1"]:
+            return (f"returned {one!r} and {two!r}, not what the innermost trace's "
+                    "process_primitive gave")
+        return None
+    finally:
+        _bind_switched()
+        trace_state.stack = saved
+        del abstract_eval_rules[sin], impl_rules[sin]
+
+
+build.register("bind", reference_bind, chapter="02_tracing",
+               signature="bind(prim, *args, **params) -> one output, or a list of outputs",
+               check=_check_bound, selftest=_selftest_bind)
+build.on_switch(_bind_switched)

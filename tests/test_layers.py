@@ -9,7 +9,8 @@ Layers, lowest first:
   tracing   the staging trace, `lax` (its control flow is written with `lax` alone),
             `minijit.numpy`, indexing, the methods attached to arrays and tracers, and
             `debug` (its `debug_callback` is a primitive that code generation lowers)
-            and `debugger`, the jdb behind `debug.breakpoint`;
+            and `debugger`, the jdb behind `debug.breakpoint`, and `jvp`, a second
+            interpretation on the trace stack;
   passes    the optimizer, the aliasing analysis included;
   codegen   Numba code generation;
   backends  the backend registry;
@@ -41,7 +42,7 @@ LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix
     ("ir", ("minijit.core", "minijit.ir", "minijit.primitives", "minijit.interpret",
             "minijit.jit_call")),
     ("tracing", ("minijit.tracing", "minijit.lax", "minijit.numpy", "minijit.indexing",
-                 "minijit.array_methods", "minijit.debug", "minijit.debugger")),
+                 "minijit.array_methods", "minijit.debug", "minijit.debugger", "minijit.jvp")),
     ("passes", ("minijit.passes",)),
     ("codegen", ("minijit.codegen",)),
     ("backends", ("minijit.backends",)),
