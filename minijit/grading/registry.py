@@ -91,6 +91,8 @@ def load_module(spec: str) -> ModuleType:
 
 def load_exercises(modules: Iterable[str]) -> dict[str, Exercise]:
     """Exercises by id from the given modules, in definition order; ids must be unique."""
+    from . import build_pieces  # a build exercise's property case (build_pieces.py)
+
     exercises: dict[str, Exercise] = {}
     for spec in modules:
         module = load_module(spec)
@@ -102,7 +104,7 @@ def load_exercises(modules: Iterable[str]) -> dict[str, Exercise]:
                 raise RegistryError(f"{spec}: {ex!r} is not an Exercise")
             if ex.id in exercises:
                 raise RegistryError(f"exercise id {ex.id!r} is defined twice")
-            exercises[ex.id] = ex
+            exercises[ex.id] = build_pieces.with_property_case(ex)
     return exercises
 
 
