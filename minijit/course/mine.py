@@ -73,6 +73,8 @@ class Written:
 WRITTEN_BY: dict[str, Written] = {
     "process_primitive": Written("ex02_process_primitive", "process_primitive", "trace",
                                  "tracing: every primitive applied to a tracer"),
+    "bind": Written("ex02_bind", "bind", "trace",
+                    "every primitive applied, eagerly or traced: the innermost trace gets it"),
     "eval_jaxpr": Written("ex03_eval_jaxpr", "eval_jaxpr", None,
                           "the interpreter backend and eager control flow"),
     "pp_jaxpr": Written("ex03_pp_jaxpr", "pp_jaxpr", "jaxpr", "printing every jaxpr"),

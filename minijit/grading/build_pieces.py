@@ -15,6 +15,7 @@ from minijit.grading.probing import get  # noqa: F401 - the probe's `get`, in th
 # exercise id -> (the piece it writes, the function its cell defines)
 BUILD_PIECES = {
     "ex02_process_primitive": ("process_primitive", "process_primitive"),
+    "ex02_bind": ("bind", "bind"),
     "ex03_eval_jaxpr": ("eval_jaxpr", "eval_jaxpr"),
     "ex03_pp_jaxpr": ("pp_jaxpr", "pp_jaxpr"),
     "ex04_cache_key": ("cache_key", "cache_key"),
