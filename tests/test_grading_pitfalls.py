@@ -40,6 +40,10 @@ NOTEBOOKS = {
     "ex05_closure_convert": "05_control_flow.ipynb",
     "ex06_disable_jit": "06_side_effects_and_debugging.ipynb",
     "ex07_dce": "07_cleanup_passes.ipynb",
+    "ex07_fold": "07_cleanup_passes.ipynb",
+    "ex07_rule": "07_cleanup_passes.ipynb",
+    "ex07_cse": "07_cleanup_passes.ipynb",
+    "ex08_may_fuse": "08_fusion_and_buffers.ipynb",
     "ex08_fusion_groups": "08_fusion_and_buffers.ipynb",
     "ex09_softplus_rule": "09_code_generation.ipynb",
     "ex09_loop_nest": "09_code_generation.ipynb",
@@ -406,6 +410,107 @@ WRONG = [
     Wrong("ex09_loop_nest", "a for line for a rank-0 loop", _SWITCH_IN + "loop_nest",
           _pp('for i, d in zip(idx, shape)]',
               'for i, d in zip(idx, shape)] or ["for i0 in range(1):"]')),
+    # ex07_fold: chains, sub-jaxprs, outputs read through the folded values, the program's
+    # own arithmetic at the literals' dtype, only the five primitives (a debug.print stays)
+    Wrong("ex07_fold", "sub-jaxprs never entered", "inside a fori_loop body",
+          _pp("        eqn = map_subjaxprs(eqn, my_fold)\n", "")),
+    Wrong("ex07_fold", "inputs not read through the folded values (no chains)",
+          "a chain: exp(add(1.0, 2.0)) and neg(3.0)",
+          _pp("tuple(read(a) for a in eqn.invars)", "eqn.invars")),
+    Wrong("ex07_fold", "the jaxpr's outputs not read through the folded values",
+          _SWITCH_IN + "fold",
+          _pp("tuple(read(a) for a in jaxpr.outvars)", "jaxpr.outvars")),
+    Wrong("ex07_fold", "Python's arithmetic (never wraps, math.exp raises)", _SWITCH_IN + "fold",
+          _pp("            values = [np.asarray(a.val, dtype=a.aval.dtype) for a in eqn.invars]"
+              "\n            with np.errstate(all=\"ignore\"):  # exp(1000.0) is inf, as when "
+              "the program runs\n                (value,) = impl_rules[eqn.primitive](*values, "
+              "**eqn.params)\n",
+              "            import math, operator\n            value = np.asarray({P.add_p: "
+              "operator.add, P.sub_p: operator.sub, P.mul_p: operator.mul, P.neg_p: "
+              "operator.neg, P.exp_p: math.exp}[eqn.primitive](*[a.val for a in eqn.invars]))"
+              "\n")),
+    Wrong("ex07_fold", "every primitive with literal inputs folded, debug.print too",
+          "a debug.print of a folded value still prints it",
+          _pp("if eqn.primitive in FOLDABLE and all(", "if all(")),
+    # ex07_rule: the same variable, integers (signed or unsigned) only, a broadcast for arrays
+    Wrong("ex07_rule", "fires for floats", "float: x - x stays (inf - inf is NaN)",
+          _pp(' or out.aval.dtype.kind not in "iu"', "")),
+    Wrong("ex07_rule", "signed integers only", _SWITCH_IN + "sub_self",
+          _pp('out.aval.dtype.kind not in "iu"', 'out.aval.dtype.kind != "i"')),
+    Wrong("ex07_rule", "fires for two variables of one type", "x - y stays",
+          _pp("x is not y", "x.aval != y.aval")),
+    Wrong("ex07_rule", "a literal for an array", "integer array: x - x",
+          _pp("    if out.aval.shape == ():\n        return mj.Lit(0, out.aval)\n",
+              "    return mj.Lit(0, out.aval)\n")),
+    Wrong("ex07_rule", "a scalar literal for an array", "integer array: x - x",
+          _pp("    if out.aval.shape == ():\n        return mj.Lit(0, out.aval)\n",
+              "    return mj.Lit(0, out.aval.update(shape=()))\n")),
+    # ex07_cse: literals by bits and dtype, inputs renamed first (chains), commutative inputs
+    # in any order, params in the key, never an equation with effects, every output
+    # redirected, each scope on its own
+    Wrong("ex07_cse", "literals by identity", _SWITCH_IN + "cse",
+          _pp("return (\"lit\", np.asarray(atom.val, atom.aval.dtype).tobytes(), "
+              "atom.aval.dtype)", "return (\"lit\", id(atom))")),
+    Wrong("ex07_cse", "literals by value (0.0 == -0.0)", _SWITCH_IN + "cse",
+          _pp("return (\"lit\", np.asarray(atom.val, atom.aval.dtype).tobytes(), "
+              "atom.aval.dtype)", "return (\"lit\", atom.val, atom.aval.dtype)")),
+    Wrong("ex07_cse", "inputs keyed as they were, not as renamed (no chains)",
+          "softmax as often written: exp(z) three times, chains of duplicates",
+          (("    for eqn in jaxpr.eqns:\n", "    for eqn in jaxpr.eqns:\n        original = eqn\n"),
+           ("inputs = [key_of(a) for a in eqn.invars]",
+            "inputs = [key_of(a) for a in original.invars]"))),
+    Wrong("ex07_cse", "commutative inputs in their order", "commutative: sin(x) * y and y * sin(x)",
+          _pp("            if eqn.primitive in COMMUTATIVE:\n                inputs.sort(key=repr)"
+              "\n", "")),
+    Wrong("ex07_cse", "params left out of the key",
+          "same input, different params: sums over different axes",
+          _pp("tuple(sorted(eqn.params.items()))", "()")),
+    # (two conds merge only when their branches are the same objects: sub-jaxprs left as
+    # they are, or returned as they came when nothing changed)
+    Wrong("ex07_cse", "effects asked of the primitive, not has_effects(eqn)",
+          "a duplicated cond whose branch prints: both stay",
+          (("        eqn = map_subjaxprs(eqn, my_cse)\n", ""),
+           ("        if not has_effects(eqn):", "        if not eqn.primitive.effectful:"))),
+    Wrong("ex07_cse", "equations with effects merged",
+          "a debug.print equation duplicated: both stay",
+          _pp("        if not has_effects(eqn):", "        if True:")),
+    Wrong("ex07_cse", "only the first output redirected",
+          "a duplicated cond with two outputs, the copy's outputs used",
+          (("        eqn = map_subjaxprs(eqn, my_cse)\n", ""),
+           ("zip(eqn.outvars, seen[key])", "zip(eqn.outvars[:1], seen[key])"))),
+    Wrong("ex07_cse", "one table shared with the sub-jaxprs",
+          "exp(1.0) outside and inside a loop body: each scope on its own",
+          (("def my_cse(jaxpr):\n", "def my_cse(jaxpr, seen=None, replaced=None):\n"),
+           ("    replaced = {}  # id(Var) -> the Var computed earlier with the same value\n"
+            "    seen = {}  # key -> the outvars of the first equation with that key\n",
+            "    replaced = {} if replaced is None else replaced\n"
+            "    seen = {} if seen is None else seen\n"),
+           ("map_subjaxprs(eqn, my_cse)", "map_subjaxprs(eqn, lambda j: my_cse(j, seen, "
+            "replaced))"))),
+    Wrong("ex07_cse", "sub-jaxprs never cleaned", "a duplicate inside a fori_loop body",
+          _pp("        eqn = map_subjaxprs(eqn, my_cse)\n", "")),
+    # ex08_may_fuse: elementwise or broadcast_in_dim, no effects, an array output (rank, not
+    # size), no output at all
+    Wrong("ex08_may_fuse", "broadcast_in_dim left out", "softmax (reductions, broadcasts)",
+          _pp(" and eqn.primitive is not P.broadcast_in_dim_p", "")),
+    Wrong("ex08_may_fuse", "reductions may fuse too", "softmax (reductions, broadcasts)",
+          _pp("eqn.primitive not in ELEMENTWISE and", "eqn.primitive not in ELEMENTWISE and "
+              "eqn.primitive.name not in ('reduce_sum', 'reduce_max') and")),
+    Wrong("ex08_may_fuse", "effects never asked",
+          "an effectful elementwise primitive (made up for the test)",
+          _pp("    return not has_effects(eqn)", "    return True")),
+    Wrong("ex08_may_fuse", "one element taken for a scalar (size, not rank)",
+          _SWITCH_IN + "may_fuse",
+          _pp("eqn.outvars[0].aval.shape == ()", "eqn.outvars[0].aval.size == 1")),
+    Wrong("ex08_may_fuse", "the output read before asking whether there is one",
+          "a debug.print among elementwise work",
+          _pp("if not eqn.outvars or eqn.outvars[0].aval.shape == ()",
+              "if eqn.outvars[0].aval.shape == ()")),
+    Wrong("ex08_may_fuse", "an and/or expression that gives no bool",
+          "a debug.print among elementwise work",
+          _pp("    if not eqn.outvars or eqn.outvars[0].aval.shape == ():\n        return False\n",
+              "    if not eqn.outvars:\n        return eqn.outvars\n"
+              "    if eqn.outvars[0].aval.shape == ():\n        return False\n")),
 ]
 
 

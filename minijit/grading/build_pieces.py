@@ -20,7 +20,11 @@ BUILD_PIECES = {
     "ex03_pp_jaxpr": ("pp_jaxpr", "pp_jaxpr"),
     "ex04_cache_key": ("cache_key", "cache_key"),
     "ex05_closure_convert": ("closure_convert", "closure_convert"),
+    "ex07_fold": ("fold", "my_fold"),
+    "ex07_rule": ("sub_self", "sub_self"),
+    "ex07_cse": ("cse", "my_cse"),
     "ex07_dce": ("dce", "dce_jaxpr"),
+    "ex08_may_fuse": ("may_fuse", "may_fuse"),
     "ex08_fusion_groups": ("fusion_groups", "fusion_groups"),
     "ex09_loop_nest": ("loop_nest", "loop_nest"),
 }

@@ -1,5 +1,5 @@
-"""What the probes of the optimizer's build-track exercises share (ex07_dce, ex08_fusion_groups,
-and the exercises that must not see a piece the notebook switched in).
+"""What the probes of the optimizer's build-track exercises share (every exercise of chapters
+07 and 08, and the exercises that must not see a piece the notebook switched in).
 
 A probe runs in the learner's kernel and imports these at run time, so they live in a module
 of their own that ships with every copy of minijit, the student release included: they trace
@@ -12,16 +12,20 @@ import contextlib
 
 import numpy as np
 
+# The optimizer's build pieces (chapters 07 and 08), in the order the pipeline first runs them.
+OPTIMIZER_PIECES = ("fold", "sub_self", "cse", "dce", "may_fuse", "fusion_groups")
+
 
 @contextlib.contextmanager
 def chapter_pieces(**mine):
-    """Switch the optimizer's build pieces (`dce`, `fusion_groups`) to minijit's own, except
+    """Switch the optimizer's build pieces (`OPTIMIZER_PIECES`) to minijit's own, except
     those given as `name=function`, for one block: a piece the notebook switched in
     (`build.use`) must not take part in another exercise's grade."""
+    import minijit.passes  # noqa: F401 - registers the optimizer's pieces
     from minijit import build
 
     with contextlib.ExitStack() as stack:
-        for name in ("dce", "fusion_groups"):
+        for name in OPTIMIZER_PIECES:
             fn = mine.get(name, build.PIECES[name].reference)
             stack.enter_context(build.use(name, fn, verify=False))
         yield
@@ -93,3 +97,19 @@ def traced(source, args, dead_copy: bool = False):
     closed = mj.make_jaxpr(fun)(*arrays)
     leaves = [np.asarray(x, dtype=v.aval.dtype) for x, v in zip(arrays, closed.jaxpr.invars)]
     return closed, leaves
+
+
+@contextlib.contextmanager
+def learners_errors():
+    """Inside the block, an exception the learner's piece raised (which `build.call` hands on
+    as a `PieceError`) is raised as itself, so the exercise's hints for it apply; a
+    `PieceError` of minijit's own (a check that refused the piece's result) stays one."""
+    from minijit import build
+
+    try:
+        yield
+    except build.PieceError as e:
+        cause = e.__cause__
+        if cause is None or isinstance(cause, build.PieceError):
+            raise
+        raise cause from None

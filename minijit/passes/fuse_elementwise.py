@@ -15,6 +15,10 @@ The rule for what may fuse (tested in tests/test_passes.py):
    bring together equations that rule 4 kept apart, and running the pass again must find
    nothing left to fuse.
 
+Rule 1 is the build track's piece `may_fuse`, rules 2-5 its piece `fusion_groups`
+(`minijit/build.py`): a learner's version of either, switched in, decides the kernels of
+`run_passes` and `mj.jit`, and minijit checks its answers before it builds a kernel.
+
 Assumes: a typechecked Jaxpr. Guarantees: same values; each group becomes
 `outs = fused[jaxpr={...} kind=elementwise|reduction] ins`, whose sub-Jaxpr holds the group's
 equations, takes the group's outside inputs, and returns every value used outside the group.
@@ -34,7 +38,7 @@ from minijit import build
 from minijit import primitives as P
 from minijit.core import Primitive, ShapedArray, abstract_eval_rules, impl_rules
 from minijit.interpret import eval_jaxpr
-from minijit.ir import Eqn, Jaxpr, Lit, Var
+from minijit.ir import Eqn, Jaxpr, Lit, Var, pp_eqn_alone
 from minijit.passes.rewrite import (
     Substitution,
     has_effects,
@@ -59,9 +63,79 @@ FUSIBLE_REDUCTIONS = {P.reduce_sum_p, P.reduce_max_p, P.reduce_min_p, P.reduce_p
 
 
 def may_fuse(eqn: Eqn) -> bool:
-    """Rule 1: may this equation be part of an elementwise kernel?"""
+    """Rule 1: may this equation be part of an elementwise kernel? The build track's piece
+    `may_fuse`: minijit's `reference_may_fuse`, or a learner's after `build.use("may_fuse",
+    ...)` (chapter 08's exercise ex08_may_fuse), whose every True is checked (`_why_not`)."""
+    if build.is_reference("may_fuse"):  # the common case, one call: fusion asks per equation
+        return reference_may_fuse(eqn)
+    if build.running("may_fuse") is not None:  # the learner's may_fuse asks minijit's
+        build.guard("may_fuse")
+    return build.call("may_fuse", eqn)
+
+
+def reference_may_fuse(eqn: Eqn) -> bool:
+    """minijit's own rule 1: per element (`ELEMENTWISE` or `broadcast_in_dim`), without
+    effects, with an array (not rank-0) output."""
+    build.guard("may_fuse")  # fails when a learner's piece hands its work to this one
     out_shape = eqn.outvars[0].aval.shape if eqn.outvars else ()
     return P.per_element(eqn.primitive) and not has_effects(eqn) and out_shape != ()
+
+
+def _why_not(eqn: Eqn) -> str | None:
+    """Why rule 1 forbids `eqn` to fuse, in words; None if it may fuse."""
+    if not eqn.outvars:
+        return "it has no outputs (an effect)"
+    if not P.per_element(eqn.primitive):
+        return "it is neither elementwise nor a broadcast_in_dim"
+    if has_effects(eqn):
+        return "it has effects"
+    if eqn.outvars[0].aval.shape == ():
+        return "its output is a scalar (rank 0)"
+    return None
+
+
+def _check_may_fuse(answer, eqn: Eqn) -> str | None:
+    """A learner's answer must be a bool, and True only where rule 1 allows it: a kernel
+    cannot compute anything else (False where it allows is legal, only less fused)."""
+    if type(answer) not in (bool, np.bool_):
+        return f"returned {answer!r}; it must answer True or False"
+    why = _why_not(eqn) if answer else None
+    if why:
+        return (f"said True for `{pp_eqn_alone(eqn)}`, which may not fuse: {why}. An "
+                "elementwise kernel computes only per-element work without effects on arrays")
+    return None
+
+
+def _selftest_may_fuse(candidate) -> str | None:
+    """Ask a candidate about sin of an array, of a scalar and of one element, a broadcast,
+    a reduction, a transpose and an equation with an effect and no outputs."""
+    f64 = np.dtype(np.float64)
+    x, s, one = (Var(ShapedArray(shape, f64)) for shape in ((2, 3), (), (1,)))
+
+    def eqn(prim, ins, out_shape, **params):
+        outs = (Var(ShapedArray(out_shape, f64)),) if out_shape is not None else ()
+        return Eqn(prim, ins, outs, params)
+
+    cases = [(eqn(P.sin_p, (x,), (2, 3)), True), (eqn(P.sin_p, (s,), ()), False),
+             (eqn(P.sin_p, (one,), (1,)), True),
+             (eqn(P.broadcast_in_dim_p, (s,), (2, 3), shape=(2, 3), broadcast_dimensions=()),
+              True),
+             (eqn(P.reduce_sum_p, (x,), (3,), axes=(0,)), False),
+             (eqn(P.transpose_p, (x,), (3, 2), permutation=(1, 0)), False),
+             (eqn(Primitive("print", effectful=True), (x,), None), False)]
+    for e, want in cases:
+        answer = candidate(e)
+        problem = _check_may_fuse(answer, e)
+        if problem is None and bool(answer) != want:
+            problem = f"said {answer} for `{pp_eqn_alone(e)}`, where rule 1 says {want}"
+        if problem:
+            return problem
+    return None
+
+
+build.register("may_fuse", reference_may_fuse, chapter="08_fusion_and_buffers",
+               signature="may_fuse(eqn) -> bool", check=_check_may_fuse,
+               selftest=_selftest_may_fuse)
 
 
 @dataclass(eq=False)
@@ -188,7 +262,7 @@ def _check_groups(groups, jaxpr: Jaxpr) -> str | None:
         reduction = last.primitive in FUSIBLE_REDUCTIONS and not has_effects(last)
         shape = last.invars[0].aval.shape if reduction else last.outvars[0].aval.shape
         for i, e in zip(sorted(members), eqns if not reduction else body):
-            if not may_fuse(e):
+            if _why_not(e):  # rule 1 itself: a learner's may_fuse may say False more often
                 return (f"returned group {k} = {list(members)}, whose equation {i} "
                         f"({e.primitive.name}) may not fuse (may_fuse is False)")
             if e.outvars[0].aval.shape != shape:

@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from minijit.ir import Atom, ClosedJaxpr, Eqn, Jaxpr, Var, subjaxprs
+from minijit.ir import (
+    Atom,
+    ClosedJaxpr,
+    Eqn,
+    Jaxpr,
+    JaxprTypeError,
+    Var,
+    subjaxprs,
+    typecheck_jaxpr,
+)
 
 
 class Substitution:
@@ -87,3 +96,32 @@ def jaxpr_pass(fn: Callable[[Jaxpr, dict], Jaxpr], *, name: str | None = None,
     run.__wrapped__ = fn
     return run
 
+
+
+def count_effects(jaxpr: Jaxpr) -> int:
+    """How many equations with an effect of their own (`debug.print`) `jaxpr` holds, nested
+    ones included: no cleanup pass changes this number."""
+    return sum(e.primitive.effectful + sum(map(count_effects, subjaxprs(e))) for e in jaxpr.eqns)
+
+
+def rewritten_problem(out, jaxpr: Jaxpr) -> str | None:
+    """What is wrong with `out` as a cleanup pass's rewrite of `jaxpr`, if anything: it must be
+    a Jaxpr with the same invars, outputs of the same types and every equation with effects,
+    and typecheck. (The check of the build track's pass pieces: `fold`, `cse`.)"""
+    if not isinstance(out, Jaxpr):
+        return f"returned a {type(out).__name__}; it must return a Jaxpr"
+    if len(out.invars) != len(jaxpr.invars) or any(
+            a is not b for a, b in zip(out.invars, jaxpr.invars)):
+        return "changed the invars of the jaxpr; they are its signature and must stay as they are"
+    if [a.aval for a in out.outvars] != [a.aval for a in jaxpr.outvars]:
+        return (f"returned a jaxpr with outputs {[a.aval.str_short() for a in out.outvars]}, "
+                f"where the program's are {[a.aval.str_short() for a in jaxpr.outvars]}")
+    if count_effects(out) != count_effects(jaxpr):
+        return (f"kept {count_effects(out)} of the {count_effects(jaxpr)} equations with effects "
+                "(debug.print), counting those inside sub-jaxprs; every one must stay, and "
+                "run as often as before")
+    try:
+        typecheck_jaxpr(out)
+    except JaxprTypeError as e:  # usually: an equation removed whose output is still read
+        return f"returned a program that does not typecheck: {e}"
+    return None

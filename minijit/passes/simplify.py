@@ -14,6 +14,12 @@ Extending it: write `def rule(eqn) -> None | Atom | list[Eqn]` and register it w
 `@rule_for(some_p)`. Return an existing atom that equals the output, or new equations that
 define the equation's own outvars (simplified in turn, so never the equation itself), or
 None to leave the equation alone.
+
+One rule is the build track's piece `sub_self` (`minijit/build.py`): `x - x -> 0` for
+integers, minijit's `sub_self` below or a learner's after `build.use("sub_self", ...)`
+(chapter 07's exercise ex07_rule). What a learner's rule returns is checked at once, so a
+rewrite that is not exact (a float `x - x`, `x - y`, anything but zeros of the output's type)
+stops with a `PieceError` naming `sub_self` instead of changing the program's values.
 """
 
 from __future__ import annotations
@@ -21,10 +27,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from minijit import dtypes
+import numpy as np
+
+from minijit import build, dtypes
 from minijit import primitives as P
-from minijit.core import Primitive
-from minijit.ir import Atom, Eqn, Jaxpr, Lit, Var
+from minijit.core import Primitive, ShapedArray, impl_rules
+from minijit.ir import (
+    Atom,
+    Eqn,
+    Jaxpr,
+    JaxprTypeError,
+    Lit,
+    Var,
+    pp_eqn_alone,
+    typecheck_jaxpr,
+)
 from minijit.passes.rewrite import Substitution, jaxpr_pass, map_subjaxprs
 
 Rule = Callable[[Eqn], "None | Atom | list[Eqn]"]
@@ -70,6 +87,92 @@ def _sub_zero(eqn):
     if _is(y, 0) and _same_type(x, eqn.outvars[0]):
         return x  # exact for floats too: -0.0 - 0.0 == -0.0
     return None
+
+
+def sub_self(eqn: Eqn) -> None | Atom | list[Eqn]:
+    """`x - x -> 0` for integer x (exact: for floats, `inf - inf` is NaN): a literal zero for
+    a scalar, else one `broadcast_in_dim` of a scalar zero that defines the output."""
+    build.guard("sub_self")  # fails when a learner's piece hands its work to this one
+    x, y = eqn.invars
+    (out,) = eqn.outvars
+    if not isinstance(x, Var) or x is not y or out.aval.dtype.kind not in "iu":
+        return None
+    if out.aval.shape == ():
+        return Lit(0, out.aval)
+    zero = Lit(0, out.aval.update(shape=()))
+    return [Eqn(P.broadcast_in_dim_p, (zero,), (out,),
+                {"shape": out.aval.shape, "broadcast_dimensions": ()}, eqn.source)]
+
+
+@rule_for(P.sub_p)
+def _sub_self(eqn):
+    return build.call("sub_self", eqn)
+
+
+def _check_sub_self(result, eqn: Eqn) -> str | None:
+    """What is wrong with `result` as the rule `x - x -> 0` for `eqn`, if anything: None is
+    always allowed; anything else must be zeros of the output's type, and only for the same
+    integer variable on both sides."""
+    if result is None:
+        return None
+    x, y = eqn.invars
+    (out,) = eqn.outvars
+    where = f"`{pp_eqn_alone(eqn)}`"
+    if not isinstance(x, Var) or x is not y:
+        return (f"rewrote {where}, whose inputs are not the same variable: only x - x is "
+                "known to be 0; return None for anything else")
+    if out.aval.dtype.kind not in "iu":
+        return (f"rewrote {where}, which is not an integer subtraction: for floats x - x is "
+                "NaN where x is inf or NaN; return None unless the dtype kind is 'i' or 'u'")
+    if isinstance(result, Lit):
+        if result.aval != out.aval or result.val != 0:
+            return (f"returned the literal {result.val!r}:{result.aval.str_short()} for {where}, "
+                    f"where x - x is 0:{out.aval.str_short()} (a literal is a scalar: an "
+                    "array needs a broadcast_in_dim equation)")
+        return None
+    if not isinstance(result, list) or not result or not all(
+            isinstance(e, Eqn) for e in result):
+        return (f"returned a {type(result).__name__} for {where}; a rule returns None, a "
+                "literal, or a list of equations that define the equation's own output")
+    if sum(v is out for e in result for v in e.outvars) != 1:
+        return (f"returned equations for {where} that do not define its output (the same "
+                "Var, which later equations read) exactly once")
+    try:
+        typecheck_jaxpr(Jaxpr((), (x,), tuple(result), (out,)))
+    except JaxprTypeError as e:
+        return f"returned equations for {where} that do not typecheck: {e}"
+    values = {id(x): np.ones(x.aval.shape, x.aval.dtype)}
+    for e in result:
+        args = [np.asarray(a.val, a.aval.dtype) if isinstance(a, Lit) else values[id(a)]
+                for a in e.invars]
+        values.update(zip(map(id, e.outvars), impl_rules[e.primitive](*args, **e.params)))
+    if np.any(np.asarray(values[id(out)]) != 0):
+        return f"returned equations for {where} that do not compute zeros"
+    return None
+
+
+def _selftest(candidate) -> str | None:
+    """Run a candidate on `sub a a` for an int64 array, an int64 scalar and a uint8 array
+    (zeros), and on `sub a a` for floats and `sub a b` for integers (both stay: None)."""
+    i64, f64 = np.dtype(np.int64), np.dtype(np.float64)
+    a, b, s, f, u = (Var(ShapedArray((3,), i64)), Var(ShapedArray((3,), i64)),
+                     Var(ShapedArray((), i64)), Var(ShapedArray((3,), f64)),
+                     Var(ShapedArray((2,), np.dtype(np.uint8))))
+    for x, y, zero in ((a, a, True), (s, s, True), (u, u, True), (f, f, False),
+                       (a, b, False)):
+        eqn = Eqn(P.sub_p, (x, y), (Var(x.aval),))
+        result = candidate(eqn)
+        problem = _check_sub_self(result, eqn)
+        if problem is None and zero and result is None:
+            problem = f"returned None for `{pp_eqn_alone(eqn)}`, which is 0"
+        if problem:
+            return problem
+    return None
+
+
+build.register("sub_self", sub_self, chapter="07_cleanup_passes",
+               signature="sub_self(eqn) -> None | Lit | list of Eqn", check=_check_sub_self,
+               selftest=_selftest)
 
 
 @rule_for(P.mul_p)

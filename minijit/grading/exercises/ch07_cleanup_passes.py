@@ -1,34 +1,40 @@
-"""Chapter 07 (cleanup passes): three passes, a rule and a piece of minijit, graded inside
-minijit's own pipeline.
+"""Chapter 07 (cleanup passes): four pieces of minijit's optimizer, graded inside minijit's
+own pipeline. Each is a build-track piece (``minijit.build``): the probe switches the
+learner's function in, so minijit runs it where it runs its own, with the piece's check (a
+wrong result is a ``PieceError`` naming the piece, a function that hands its work to
+minijit's own fails) and ``run_passes``'s typecheck; an exception of the learner's code is
+reported as itself (``learners_errors``), so the hints for it apply.
 
 Every probe traces a hidden program (its source is the case's text, run with ``exec``),
-runs the learner's code where minijit's would run (``run_passes`` typechecks after each
-pass), and returns the values the optimized program computes with ``mj.eval_jaxpr``, the
-text its ``debug.print`` calls printed, and the property the pass promises, measured on the
-result:
+runs it through the pass, and returns the values the optimized program computes with
+``mj.eval_jaxpr``, the text its ``debug.print`` calls printed, and the property the pass
+promises, measured on the result:
 
-- ``ex07_fold`` (build): ``my_fold(jaxpr)`` folds ``add/sub/mul/neg/exp`` equations whose
-  inputs are all literals, in sub-Jaxprs too. Graded with ``run_passes(closed,
-  [jaxpr_pass(my_fold), dce])``; property: no such equation left anywhere.
-- ``ex07_rule`` (extend a table): ``sub_self(eqn)``, the rule ``x - x -> 0`` for integers.
-  Installed with ``rule_for`` into a copy of ``RULES`` (minijit's own rules plus this one,
-  restored afterwards) and run through ``simplify``; property: how many ``sub x x`` are left
-  (none for integers, all of them for floats, where ``inf - inf`` is NaN).
-- ``ex07_cse`` (build): ``my_cse(jaxpr)``. Graded with ``run_passes(closed,
-  [jaxpr_pass(my_cse)])``, some programs with an equation duplicated by hand (a ``cond`` with
-  two outputs, a ``cond`` whose branch prints, a ``debug.print``); property: at every level,
-  no two remaining equations without effects share minijit's ``eqn_key``.
-- ``ex07_dce`` (build): ``dce_jaxpr(jaxpr) -> Jaxpr``, minijit's piece ``dce``
-  (``minijit.build``). Each case is a program of ``minijit.grading.programs`` (traced with a
-  dead copy of itself, so that every one has dead code) or a program with effects and dead
-  code in sub-Jaxprs, optimized by the pipeline with the learner's piece switched in; the
-  values and printed text must be minijit's, and the property is measured: no dead equation
-  left at any level, every equation with effects kept.
+- ``ex07_fold``: ``my_fold(jaxpr)``, the piece ``fold`` (the literal half of
+  ``fold_constants``): folds ``add/sub/mul/neg/exp`` equations whose inputs are all
+  literals, in sub-Jaxprs too. Graded with the piece alone, then ``dce``; property: no such
+  equation left anywhere.
+- ``ex07_rule``: ``sub_self(eqn)``, the piece ``sub_self``, the rule ``x - x -> 0`` for
+  integers that ``simplify`` asks for every ``sub``. ``simplify`` runs with minijit's own
+  rules only (not ones a notebook registered, restored afterwards); property: how many
+  ``sub x x`` are left (none for integers, all of them for floats, where ``inf - inf`` is
+  NaN).
+- ``ex07_cse``: ``my_cse(jaxpr)``, the piece ``cse``. Graded with the pass ``cse``, some
+  programs with an equation duplicated by hand (a ``cond`` with two outputs, a ``cond`` whose
+  branch prints, a ``debug.print``); property: at every level, no two remaining equations
+  without effects share minijit's ``eqn_key``.
+- ``ex07_dce``: ``dce_jaxpr(jaxpr) -> Jaxpr``, the piece ``dce``. Each case is a program
+  of ``minijit.grading.programs`` (traced with a dead copy of itself, so that every one has
+  dead code) or a program with effects and dead code in sub-Jaxprs, optimized by the
+  pipeline with the learner's piece switched in; the values and printed text must be
+  minijit's, and the property is measured: no dead equation left at any level, every
+  equation with effects kept.
 
-No probe runs the default pipeline or ``mj.jit``: a notebook's broken rule left in ``RULES``
-would otherwise fail exercises that have nothing to do with it. For the same reason every
-probe runs minijit's own ``dce`` and ``fusion_groups`` but for the one piece it grades
-(``chapter_pieces``), whatever the notebook switched in.
+The last public case of each runs the small example ``build.use`` runs before it switches
+the piece in (``switch_in_case``). No probe runs the default pipeline or ``mj.jit``: a
+notebook's broken rule left in ``RULES`` would otherwise fail exercises that have nothing to
+do with it. For the same reason every probe runs minijit's own optimizer pieces but for the
+one it grades (``chapter_pieces``), whatever the notebook switched in.
 """
 
 from __future__ import annotations
@@ -52,27 +58,24 @@ from minijit.grading.probing import get, printed
 def probe_fold(ns, source, args):
     import minijit as mj
     import minijit.numpy as mnp
-    from minijit import lax
+    from minijit import build, lax
     from minijit import primitives as P
-    from minijit.grading.optimizer_probes import chapter_pieces
-    from minijit.ir import Jaxpr, Lit, pp_eqn_alone, subjaxprs
+    from minijit.grading.optimizer_probes import chapter_pieces, learners_errors
+    from minijit.ir import Lit, pp_eqn_alone, subjaxprs
     from minijit.passes import dce, run_passes
     from minijit.passes.rewrite import jaxpr_pass
 
-    fold = get(ns, "my_fold")
-
-    def my_fold(jaxpr, const_values):
-        out = fold(jaxpr)
-        if not isinstance(out, Jaxpr):
-            raise TypeError(f"my_fold must return a Jaxpr, got {type(out).__name__}")
-        return out
-
+    # The piece alone, as fold_constants runs it before its own folding (which would fold
+    # whatever the piece left, and hide it)
+    my_fold = jaxpr_pass(lambda jaxpr, const_values: build.call("fold", jaxpr),
+                         name="my_fold")
     scope = {"np": np, "mj": mj, "mnp": mnp, "lax": lax}
     exec(source, scope)  # a program from the case list (trusted text, not the learner's)
     arrays = [np.asarray(value, dtype=dtype) for value, dtype in args]
     closed = mj.make_jaxpr(scope["f"])(*arrays)
-    with np.errstate(all="ignore"), chapter_pieces():  # minijit's own dce
-        folded = run_passes(closed, [jaxpr_pass(my_fold), dce])
+    with (np.errstate(all="ignore"), chapter_pieces(fold=get(ns, "my_fold")),
+          learners_errors()):
+        folded = run_passes(closed, [my_fold, dce])
         values, text = printed(mj.eval_jaxpr, folded.jaxpr, folded.consts, *arrays)
     left = []
 
@@ -195,18 +198,11 @@ def probe_cse(ns, source, args, duplicate=None):
     import minijit.numpy as mnp
     from minijit import lax
     from minijit.core import abstract_eval_rules
+    from minijit.grading.optimizer_probes import chapter_pieces, learners_errors
     from minijit.ir import ClosedJaxpr, Jaxpr, Var, pp_eqn_alone, subjaxprs
-    from minijit.passes import run_passes
+    from minijit.passes import cse, run_passes
     from minijit.passes.cse import eqn_key
-    from minijit.passes.rewrite import has_effects, jaxpr_pass
-
-    learner_cse = get(ns, "my_cse")
-
-    def my_cse(jaxpr, const_values):
-        out = learner_cse(jaxpr)
-        if not isinstance(out, Jaxpr):
-            raise TypeError(f"my_cse must return a Jaxpr, got {type(out).__name__}")
-        return out
+    from minijit.passes.rewrite import has_effects
 
     scope = {"np": np, "mj": mj, "mnp": mnp, "lax": lax}
     exec(source, scope)  # a program from the case list (trusted text, not the learner's)
@@ -230,8 +226,8 @@ def probe_cse(ns, source, args, duplicate=None):
                       for e in j.eqns[k + 1:])
         closed = ClosedJaxpr(Jaxpr(j.constvars, j.invars, j.eqns[:k + 1] + (copy,) + later,
                                    tuple(read(a) for a in j.outvars)), closed.consts)
-    with np.errstate(all="ignore"):
-        out = run_passes(closed, [jaxpr_pass(my_cse)])
+    with np.errstate(all="ignore"), chapter_pieces(cse=get(ns, "my_cse")), learners_errors():
+        out = run_passes(closed, [cse])  # the pass, running the piece cse: yours
         values, text = printed(mj.eval_jaxpr, out.jaxpr, out.consts, *arrays)
     duplicates = []
 
@@ -335,6 +331,28 @@ _CSE_PUBLIC = (
                               "values, so only equations with equal params may merge."),
                      code=("Put the params in the key, as tuple(sorted(eqn.params.items())), "
                            "next to the primitive and the input keys."))),
+    _csesource_case("a duplicated cond with two outputs, the copy's outputs used",
+                 "def f(p, x):\n    a, b = lax.cond(p, lambda x: (x * 2.0, x + 1.0), "
+                 "lambda x: (x - 1.0, x), x)\n    return a * b",
+                 (True, "bool"), _F3, duplicate="cond",
+                 hint=Hint(
+                     pitfall=("An equation may have several outputs: the readers of every one "
+                              "of them must be pointed at the first equation's outputs, not "
+                              "only the readers of the first."),
+                     code="zip(eqn.outvars, the first equation's outvars) into the renaming.")),
+    _csesource_case("a duplicated cond whose branch prints: both stay",
+                 "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
+                 "        return x * 2.0\n    return lax.cond(p, loud, lambda x: x, x)",
+                 (True, "bool"), _F3, duplicate="cond", hint=_EFFECTS_HINT),
+    _csesource_case("exp(1.0) outside and inside a loop body: each scope on its own",
+                 "def f(x):\n    k = mnp.exp(1.0)\n    return lax.fori_loop(0, 2, lambda i, y: "
+                 "y * mnp.exp(1.0) + mnp.exp(1.0), x) * k", _F3,
+                 hint=Hint(
+                     pitfall=("Each jaxpr is cleaned with its own table: a value computed "
+                              "outside a loop body is not a variable of the body, so the body "
+                              "cannot read it."),
+                     code=("Let my_cse start a fresh table on every call, and call it on sub-"
+                           "jaxprs through map_subjaxprs, never with the outer table."))),
 )
 
 _CSE_HIDDEN = (
@@ -360,28 +378,6 @@ _CSE_HIDDEN = (
     _csesource_case("integers, commutative add",
                  "def f(i, j):\n    return (i + j) * (j + i) - (i - j) * (j - i)",
                  (3, "int64"), (5, "int64")),
-    _csesource_case("a duplicated cond with two outputs, the copy's outputs used",
-                 "def f(p, x):\n    a, b = lax.cond(p, lambda x: (x * 2.0, x + 1.0), "
-                 "lambda x: (x - 1.0, x), x)\n    return a * b",
-                 (True, "bool"), _F3, duplicate="cond",
-                 hint=Hint(
-                     pitfall=("An equation may have several outputs: the readers of every one "
-                              "of them must be pointed at the first equation's outputs, not "
-                              "only the readers of the first."),
-                     code="zip(eqn.outvars, the first equation's outvars) into the renaming.")),
-    _csesource_case("a duplicated cond whose branch prints: both stay",
-                 "def f(p, x):\n    def loud(x):\n        mj.debug.print('branch {}', x)\n"
-                 "        return x * 2.0\n    return lax.cond(p, loud, lambda x: x, x)",
-                 (True, "bool"), _F3, duplicate="cond", hint=_EFFECTS_HINT),
-    _csesource_case("exp(1.0) outside and inside a loop body: each scope on its own",
-                 "def f(x):\n    k = mnp.exp(1.0)\n    return lax.fori_loop(0, 2, lambda i, y: "
-                 "y * mnp.exp(1.0) + mnp.exp(1.0), x) * k", _F3,
-                 hint=Hint(
-                     pitfall=("Each jaxpr is cleaned with its own table: a value computed "
-                              "outside a loop body is not a variable of the body, so the body "
-                              "cannot read it."),
-                     code=("Let my_cse start a fresh table on every call, and call it on sub-"
-                           "jaxprs through map_subjaxprs, never with the outer table."))),
     _csesource_case("nothing to merge",
                  "def f(x):\n    return mnp.sin(x) + mnp.cos(x) * mnp.exp(x)", _F3),
     _csesource_case("duplicates in both branches of a cond",
@@ -397,9 +393,10 @@ def probe_rule(ns, source, args):
     import minijit.numpy as mnp
     from minijit import lax
     from minijit import primitives as P
+    from minijit.grading.optimizer_probes import chapter_pieces, learners_errors
     from minijit.ir import Var, subjaxprs
     from minijit.passes import run_passes, simplify
-    from minijit.passes.simplify import RULES, rule_for
+    from minijit.passes.simplify import RULES
 
     rule = get(ns, "sub_self")
     if not callable(rule):
@@ -415,11 +412,12 @@ def probe_rule(ns, source, args):
         return module.startswith("minijit.") and not module.startswith("minijit.grading")
 
     try:
-        # A copy of the table: minijit's own rules (not ones a notebook registered), plus this.
+        # A copy of the table: minijit's own rules (not ones a notebook registered), one of
+        # which asks the piece sub_self: this one.
         for p, rules in saved.items():
             RULES[p] = [r for r in rules if r is not rule and own(r)]
-        rule_for(P.sub_p)(rule)
-        out = run_passes(closed, [simplify])
+        with chapter_pieces(sub_self=rule), learners_errors():
+            out = run_passes(closed, [simplify])
     finally:
         RULES.clear()
         RULES.update(saved)
@@ -516,6 +514,9 @@ _CLOSED_HINT = Hint(
     code=("Read jaxpr.constvars, jaxpr.invars, jaxpr.eqns and jaxpr.outvars directly (there is "
           "no .jaxpr or .consts), and return mj.Jaxpr(constvars, invars, eqns, outvars)."))
 
+_PIECE_HINT = ("minijit ran your piece inside run_passes and found its result wrong; the "
+               "message says what (an equation dropped, a group that may not fuse, ...).")
+
 EXERCISES = [
     Exercise(
         id="ex07_fold", points=3, title="Constant folding for five primitives",
@@ -534,8 +535,11 @@ EXERCISES = [
                   "equation. Return mj.Jaxpr(constvars, invars, the kept eqns, the outvars "
                   "read through known).")),
         probe=probe_fold, reference=_reference_fold,
-        public=_FOLD_PUBLIC, hidden=_FOLD_HIDDEN,
+        public=(*_FOLD_PUBLIC, switch_in_case("ex07_fold")), hidden=_FOLD_HIDDEN,
         error_hints={
+            "PieceError": Hint(_PIECE_HINT + " A fold only replaces equations by their "
+                               "values: the invars, the outputs' types and every equation "
+                               "with effects stay."),
             "PassError": _PASS_ERROR_HINT,
             "AttributeError": _CLOSED_HINT,
             "OverflowError": _EXACT_FOLD,
@@ -561,8 +565,14 @@ EXERCISES = [
                   "list with one broadcast_in_dim equation that reads a scalar zero "
                   "(out.aval.update(shape=())) and defines the equation's own output.")),
         probe=probe_rule, reference=lambda: {"sub_self": _reference_sub_self},
-        public=_RULE_PUBLIC, hidden=_RULE_HIDDEN,
+        public=(*_RULE_PUBLIC, switch_in_case("ex07_rule")), hidden=_RULE_HIDDEN,
         error_hints={
+            "PieceError": Hint(
+                pitfall=("minijit checked what your rule returned for one equation and found "
+                         "it wrong (the message names the equation and says why): the rule "
+                         "may rewrite only x - x of one integer variable, and only into zeros "
+                         "of the output's own type."),
+                code=_ARRAY_HINT.code),
             "PassError": _ARRAY_HINT,
             "AssertionError": Hint(
                 pitfall=("A literal holds a scalar only (its aval has shape ()): an array of "
@@ -588,8 +598,12 @@ EXERCISES = [
                   "in seen, map each outvar to the earlier one and drop the equation. Read the "
                   "jaxpr's outvars through replaced too.")),
         probe=probe_cse, reference=_reference_cse,
-        public=_CSE_PUBLIC, hidden=_CSE_HIDDEN,
-        error_hints={"PassError": _PASS_ERROR_HINT, "AttributeError": _CLOSED_HINT},
+        public=(*_CSE_PUBLIC, switch_in_case("ex07_cse")), hidden=_CSE_HIDDEN,
+        error_hints={
+            "PieceError": Hint(_PIECE_HINT + " Merging only removes equations: the invars, "
+                               "the outputs' types and every equation with effects stay (two "
+                               "debug.prints print twice).", _EFFECTS_HINT.code),
+            "PassError": _PASS_ERROR_HINT, "AttributeError": _CLOSED_HINT},
     ),
 ]
 
@@ -698,8 +712,6 @@ _DCE_HIDDEN = _catalogue_rest(_DCE_PUBLIC_NAMES) + (
                    "a kept equation or an output reads, and drop the others.")),
 )
 
-_PIECE_HINT = ("minijit ran your piece inside run_passes and found its result wrong; the "
-               "message says what (an equation dropped, a group that may not fuse, ...).")
 
 EXERCISES += [
     Exercise(

@@ -1,10 +1,11 @@
 """Chapter 08 (fusion and buffers): the rule that says what may fuse, and the piece of
 minijit that groups equations into kernels, graded inside minijit's own pipeline.
 
-- ``ex08_may_fuse`` (a written rule): ``may_fuse(eqn)``, rule 1 of ``fuse_elementwise``.
-  Compared with minijit's answer on every equation of hidden programs (sub-Jaxprs included),
-  then patched into ``fuse_elementwise`` (restored afterwards): the kernels it builds and the
-  values must match.
+- ``ex08_may_fuse`` (build): ``may_fuse(eqn)``, rule 1 of ``fuse_elementwise``, minijit's
+  piece ``may_fuse``. Compared with minijit's answer on every equation of hidden programs
+  (sub-Jaxprs included), then switched in while ``fuse_elementwise`` runs (minijit's own
+  ``fusion_groups`` asks it; the piece's check refuses a True where rule 1 says False): the
+  kernels it builds and the values must match.
 - ``ex08_fusion_groups`` (build): ``fusion_groups(jaxpr) -> list of lists of indices``, the
   piece that decides ``fuse_elementwise``'s kernels (rules 2-5, with minijit's ``may_fuse``).
   The piece's check (a ``PieceError``) refuses a group that may not fuse or makes a cycle;
@@ -44,14 +45,12 @@ _F3 = ([0.5, -1.25, 2.0], "float64")
 
 
 def probe_may_fuse(ns, source, args):
-    import importlib
-
     import minijit as mj
     import minijit.numpy as mnp
     from minijit import lax
-    from minijit.grading.optimizer_probes import chapter_pieces
+    from minijit.grading.optimizer_probes import chapter_pieces, kernels, learners_errors
     from minijit.ir import pp_eqn_alone, subjaxprs
-    from minijit.passes import run_passes
+    from minijit.passes import fuse_elementwise, run_passes
 
     predicate = get(ns, "may_fuse")
 
@@ -75,36 +74,20 @@ def probe_may_fuse(ns, source, args):
                 walk(sub)
 
     walk(closed.jaxpr)
-    # `minijit.passes.fuse_elementwise` is the pass (a function); the module holds may_fuse.
-    module = importlib.import_module("minijit.passes.fuse_elementwise")
-    saved = module.may_fuse
-    module.may_fuse = decide
-    try:
-        with chapter_pieces():  # minijit's own fusion_groups, asking this may_fuse
-            fused = run_passes(closed, [module.fuse_elementwise])
-    finally:
-        module.may_fuse = saved
-    kernels = []
-
-    def kernels_of(jaxpr):
-        for e in jaxpr.eqns:
-            if e.primitive is module.fused_p:
-                kernels.append([e.params["kind"],
-                                [m.primitive.name for m in e.params["jaxpr"].eqns]])
-            else:
-                for sub in subjaxprs(e):
-                    kernels_of(sub)
-
-    kernels_of(fused.jaxpr)
+    # the pass, asking the piece may_fuse (yours) through minijit's own fusion_groups
+    with chapter_pieces(may_fuse=predicate), learners_errors():
+        fused = run_passes(closed, [fuse_elementwise])
     with np.errstate(all="ignore"):
         values, text = printed(mj.eval_jaxpr, fused.jaxpr, fused.consts, *arrays)
-    return {"decisions": decisions, "kernels": kernels,
+    return {"decisions": decisions, "kernels": kernels(fused.jaxpr),
             "values": [np.asarray(v) for v in values], "printed": text}
 
 
 def probe_may_fuse_effectful(ns, shape):
     """An elementwise primitive with an effect (made up for the test) must not fuse."""
+    from minijit import build
     from minijit.core import ELEMENTWISE, Primitive, ShapedArray
+    from minijit.grading.optimizer_probes import chapter_pieces, learners_errors
     from minijit.ir import Eqn, Var
 
     prim = Primitive("noisy_neg", effectful=True)
@@ -112,7 +95,8 @@ def probe_may_fuse_effectful(ns, shape):
     eqn = Eqn(prim, (Var(aval),), (Var(aval),), {})
     ELEMENTWISE.add(prim)
     try:
-        answer = get(ns, "may_fuse")(eqn)
+        with chapter_pieces(may_fuse=get(ns, "may_fuse")), learners_errors():
+            answer = build.call("may_fuse", eqn)  # as fusion asks it
     finally:
         ELEMENTWISE.discard(prim)
     if type(answer) not in (bool, np.bool_):
@@ -162,6 +146,16 @@ _FUSE_PUBLIC = (
              "    return y + 1.0", _F3, hint=_NO_OUTPUTS_HINT),
 )
 
+# Rule 1 asks for no effects: a primitive in ELEMENTWISE may still have one (none of
+# minijit's does, so the case makes one up).
+_FUSE_EFFECTFUL = Case(
+    "an effectful elementwise primitive (made up for the test)", ([4],),
+    probe=probe_may_fuse_effectful,
+    hint=Hint(
+        pitfall=("Rule 1 asks for elementwise equations *without effects*: being in "
+                 "ELEMENTWISE is not enough."),
+        code="Check has_effects(eqn) too, even for a primitive in ELEMENTWISE."))
+
 _FUSE_HIDDEN = (
     source_case("an MLP layer: dot_general, a broadcast bias, ReLU, a sum",
              "def f(x, w, b):\n    return mnp.sum(mnp.maximum(mnp.dot(x, w) + b, 0.0), axis=1)",
@@ -189,12 +183,6 @@ _FUSE_HIDDEN = (
     source_case("integer and boolean arrays", "def f(i, j):\n    k = (i & j) | (i * 2)\n"
              "    return mnp.where(k > j, k, -k), mnp.argmax(k)",
              ([1, 6, 3], "int64"), ([5, 2, 7], "int64")),
-    Case("an effectful elementwise primitive (made up for the test)", ([4],),
-         probe=probe_may_fuse_effectful,
-         hint=Hint(
-             pitfall=("Rule 1 asks for elementwise equations *without effects*: being in "
-                      "ELEMENTWISE is not enough."),
-             code="Check has_effects(eqn) too, even for a primitive in ELEMENTWISE.")),
 )
 
 
@@ -267,8 +255,12 @@ EXERCISES = [
                   "False when eqn.primitive is neither in ELEMENTWISE nor "
                   "P.broadcast_in_dim_p; else not has_effects(eqn).")),
         probe=probe_may_fuse, reference=lambda: {"may_fuse": _reference_may_fuse},
-        public=_FUSE_PUBLIC, hidden=_FUSE_HIDDEN,
+        public=(*_FUSE_PUBLIC, _FUSE_EFFECTFUL, switch_in_case("ex08_may_fuse")),
+        hidden=_FUSE_HIDDEN,
         error_hints={
+            "PieceError": Hint(_PIECE_HINT + " An elementwise kernel can only compute "
+                               "per-element work without effects, on arrays: a True for "
+                               "anything else is refused before a kernel is built."),
             "IndexError": _NO_OUTPUTS_HINT,
             "TypeError": ("may_fuse must answer True or False on every path, nothing else: a "
                           "path that ends without a return gives None, and an expression with "
