@@ -124,7 +124,7 @@ def test_course_covers_the_pitfalls_and_builds():
     ids = set(EXERCISES)
     # one per pitfall row of the source chapter, and two that build a piece of minijit
     for needed in ["ex04_static_args", "ex02_where", "ex04_buckets", "ex03_dtype",
-                   "ex02_print_count", "ex02_tiny_tracer", "ex03_broadcast_rule",
+                   "ex02_print_count", "ex02_bind", "ex02_jvp", "ex03_broadcast_rule",
                    "ex05_cond_loop", "ex05_while_impl", "ex06_debug_print", "ex06_leak",
                    "ex06_recompiles", "ex06_donate", "ex06_disable_jit", "ex07_fold",
                    "ex07_cse", "ex07_rule", "ex08_may_fuse", "ex07_dce", "ex08_fusion_groups",
