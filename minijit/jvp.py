@@ -288,4 +288,5 @@ def _output_and_aux(out):
 
 def _primals_of(trace: JVPTrace, tree) -> tuple:
     leaves, treedef = tree_flatten(tree)
-    return treedef, [trace.lift(x)[0] for x in leaves]
+    return treedef, [x.primal if isinstance(x, JVPTracer) and x._trace is trace else x
+                     for x in leaves]
