@@ -34,6 +34,8 @@ NOTEBOOKS = {
     "ex06_recompiles": "06_side_effects_and_debugging.ipynb",
     "ex06_donate": "06_side_effects_and_debugging.ipynb",
     "ex02_process_primitive": "02_tracing.ipynb",
+    "ex02_bind": "02_tracing.ipynb",
+    "ex02_jvp": "02_tracing.ipynb",
     "ex03_eval_jaxpr": "03_the_ir.ipynb",
     "ex03_pp_jaxpr": "03_the_ir.ipynb",
     "ex04_cache_key": "04_jit_and_the_cache.ipynb",
@@ -51,6 +53,7 @@ NOTEBOOKS = {
 
 # What an exercise cell reads from cells before it, other than the notebook's imports.
 PRELUDES = {
+    "ex02_jvp": "from minijit.core import new_trace\n",  # what exercise 4 of the notebook wrote
     "ex04_static_args": ("def summarize(x, n, scale, *, mode):\n    head = x[:n] * scale\n"
                          "    if mode == 'sum':\n        return mnp.sum(head)\n"
                          "    return mnp.max(head)\n"),
@@ -140,6 +143,32 @@ WRONG = [
            ret="[trace.var_to_tracer(v, source) for v in outvars][::-1]"),
     _stage("one tracer, not a list", "program add_literal",
            ret="trace.var_to_tracer(outvars[0], source)"),
+    # ex02_bind: the innermost trace, one output alone, the stack restored on an error
+    Wrong("ex02_bind", "a list for a primitive with one output",
+          "make_jaxpr: sin(x) * 2 (one output comes back alone)",
+          _pp("return outs if prim.multiple_results else outs[0]", "return outs")),
+    Wrong("ex02_bind", "the first trace above the EvalTrace, not the innermost",
+          "make_jaxpr: jvp of sin(x) * x (a jvp trace above the staging trace)",
+          _pp("outs = trace_state.stack[-1].process_primitive",
+              "outs = trace_state.stack[min(1, len(trace_state.stack) - 1)].process_primitive")),
+    Wrong("ex02_bind", "new_trace pops without finally",
+          "new_trace restores the stack when the block raises",
+          _pp("    try:\n        yield trace\n    finally:\n        trace_state.stack.pop()",
+              "    yield trace\n    trace_state.stack.pop()")),
+    # ex02_jvp: constants lifted, the product rule, rules bound on the trace below
+    Wrong("ex02_jvp", "constants not lifted to zero tangents", "constants: 2.0 * x + 1.0",
+          _pp("        if isinstance(x, JVPTracer) and x._trace is self:\n"
+              "            return x.primal, x.tangent\n        return x, zeros_like(x)",
+              "        return x.primal, x.tangent")),
+    Wrong("ex02_jvp", "the product rule as dx * dy", "product rule: x * y, both moving",
+          _pp("[lax.add(lax.mul(dx, y), lax.mul(x, dy))]", "[lax.mul(dx, dy)]")),
+    Wrong("ex02_jvp", "a rule bound on the JVPTrace itself", "jit(jvp(f)): sin(x) * x",
+          _pp("        with new_trace(self.parent_trace):\n"
+              "            primals_out, tangents_out",
+              "        if True:\n            primals_out, tangents_out")),
+    Wrong("ex02_jvp", "a rule bound on the EvalTrace, not the trace below",
+          "jit(jvp(f)): sin(x) * x",
+          _pp("with new_trace(self.parent_trace):", "with new_trace(trace_state.stack[0]):")),
     # ex03_eval_jaxpr: literals read by their own value and dtype, constvars bound, an impl
     # rule's list unpacked, a list returned
     Wrong("ex03_eval_jaxpr", "a literal looked up in the environment", "program add_literal",
