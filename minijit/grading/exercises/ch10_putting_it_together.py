@@ -424,6 +424,94 @@ NEW_PRIMITIVE_HIDDEN = (
 )
 
 
+# ------------------------------------------------------------------------ ex10_capstone
+
+
+def probe_capstone_values(ns, values, dtype, backends):
+    """`logsumexp` (the learner's, on their registered logaddexp) eagerly and jitted by each
+    of `backends`, on a 2-D array of `values` (strings "inf", "-inf", "nan" allowed)."""
+    import minijit as mj
+    from minijit.grading.primitive_probes import own_pieces, registered
+
+    logsumexp = get(ns, "logsumexp")
+    x = np.asarray(values, dtype=dtype)
+    out = {}
+    with registered(get(ns, "register_logaddexp")), own_pieces(), np.errstate(all="ignore"):
+        out["eager"] = np.asarray(logsumexp(x))
+        for backend in backends:
+            out[backend] = np.asarray(mj.jit(logsumexp, backend=backend)(x))
+    return out
+
+
+def probe_capstone_jaxpr(ns, shape, dtype):
+    """What the traced program of `logsumexp` holds: the learner's primitive (at any depth:
+    a loop body counts), its output type, and no exp of the inputs outside logaddexp."""
+    import minijit as mj
+    from minijit.grading.primitive_probes import own_pieces, registered
+    from minijit.ir import subjaxprs
+
+    logsumexp, prim = get(ns, "logsumexp"), get(ns, "logaddexp_p")
+    with registered(get(ns, "register_logaddexp")), own_pieces():
+        closed = mj.make_jaxpr(logsumexp)(np.zeros(shape, dtype))
+    todo, used = [closed.jaxpr], []
+    for j in todo:
+        used += [e.primitive for e in j.eqns]
+        todo += [s for e in j.eqns for s in subjaxprs(e)]
+    return {"uses logaddexp_p": prim in used, "exp or log": sorted(
+        {p.name for p in used if p.name in ("exp", "log")}),
+        "outputs": [v.aval.str_short() for v in closed.jaxpr.outvars]}
+
+
+def _reference_capstone():
+    import minijit.numpy as mnp
+    from minijit import lax
+
+    ns = _reference_new_primitive()
+    logaddexp = ns["logaddexp"]
+
+    def logsumexp(x):
+        x = mnp.asarray(x)  # a NumPy array cannot be indexed by the loop's traced i
+        return lax.fori_loop(1, x.shape[1], lambda i, acc: logaddexp(acc, x[:, i]), x[:, 0])
+
+    return {**ns, "logsumexp": logsumexp}
+
+
+def _rows(name: str, values: list, dtype: str = "float64", backends=("interpreter",),
+          hint=None) -> Case:
+    tolerance = _F32 if dtype == "float32" else _F64
+    return Case(name, (values, dtype, list(backends)), hint=hint, **tolerance)
+
+
+_OVERFLOW_HINT = ("exp(1000.0) is inf in float64 (exp(89.0) in float32), so log(sum(exp(x))) "
+                  "gives inf for a row of large values, and log(0) = -inf for a row of very "
+                  "negative ones; fold logaddexp along the row instead, which never computes "
+                  "e^x on its own.")
+CAPSTONE_PUBLIC = (
+    _rows("f64[3,4]: one value per row, eager and interpreter",
+          [[0.0, 1.0, 2.0, 3.0], [-1.0, 0.5, 0.25, -2.0], [5.0, -5.0, 0.0, 1.5]]),
+    _rows("rows of large values, where log(sum(exp(x))) overflows to inf; also with Numba",
+          [[1000.0, 1000.0, 999.0], [-1000.0, -1000.0, -1001.0], [710.0, 0.0, -710.0]],
+          backends=("interpreter", "numba"), hint=_OVERFLOW_HINT),
+    Case("its jaxpr holds your logaddexp_p, and no exp or log of its own; one f64 per row",
+         ([3, 4], "float64"), probe=probe_capstone_jaxpr,
+         hint=("Trace it (mj.make_jaxpr(logsumexp)(x)) and read the program: every value "
+               "of a row must go through logaddexp, the primitive you registered.")),
+)
+CAPSTONE_HIDDEN = (
+    _rows("infinities and NaN: a row of -inf, a +inf, a NaN",
+          [[_NINF, _NINF, _NINF], [1.0, _INF, 2.0], [0.0, _NAN, 1.0]]),
+    _rows("float32 stays float32, past exp's overflow at 89", [[100.0, 100.0], [-100.0, 0.0],
+                                                                [88.0, 89.0]], "float32"),
+    _rows("one column: the column itself", [[3.0], [-1000.0], [0.5]]),
+    _rows("a wide row of 40 values, with Numba", [[float(k % 7) - 3.0 for k in range(40)]],
+          backends=("interpreter", "numba")),
+    _rows("signed zeros and values near the largest float",
+          [[-0.0, -0.0], [1e308, 1e308], [-1e308, 1.7e308]]),
+    Case("float32: the jaxpr's output type", ([2, 5], "float32"),
+         probe=probe_capstone_jaxpr),
+)
+
+
 EXERCISES = [
     Exercise(
         id="ex10_cache_entries", points=3, title="Which cache entry does each call use?",
@@ -543,6 +631,28 @@ EXERCISES = [
             "KeyError": ("minijit looked logaddexp_p up in one of its tables and found no "
                          "entry: register_logaddexp must fill each table that a primitive "
                          "needs (chapter 03's shape rule and impl, chapter 09's Numba rule)."),
+        },
+    ),
+    Exercise(
+        id="ex10_capstone", points=3, title="The capstone: a stable logsumexp on logaddexp",
+        chapter="10_putting_it_together",
+        section="8. The capstone: your logsumexp on your minijit",
+        hint=Hint(
+            pitfall=_OVERFLOW_HINT + (" A row of one value is that value; logaddexp of two "
+                                      "-inf is -inf, so a row of -inf stays -inf."),
+            code=("x.shape[1] is a Python int while tracing: a Python loop over the columns "
+                  "works, and so does lax.fori_loop, whose body reads x[:, i] (a dynamic "
+                  "slice of mnp.asarray(x): a NumPy array cannot take a traced index); start "
+                  "from the first column, and keep x's dtype (float32 in, float32 out).")),
+        probe=probe_capstone_values,
+        reference=_reference_capstone,
+        public=CAPSTONE_PUBLIC,
+        hidden=CAPSTONE_HIDDEN,
+        error_hints={
+            "KeyError": ("minijit found no rule for logaddexp_p: the capstone runs on the "
+                         "primitive your register_logaddexp (exercise 3) enters into minijit's "
+                         "tables; run that cell, and make check(\"ex10_new_primitive\") pass "
+                         "first."),
         },
     ),
 ]
