@@ -10,7 +10,10 @@ its work to minijit's own fails it (`build.guard`).
 from __future__ import annotations
 
 from minijit.grading.cases import Case
-from minijit.grading.probing import get  # noqa: F401 - the probe's `get`, in the kernel too
+from minijit.grading.probing import (
+    get,  # noqa: F401 - the probe's `get`, in the kernel too
+    probe_own_work,
+)
 
 # exercise id -> (the piece it writes, the function its cell defines)
 BUILD_PIECES = {
@@ -74,3 +77,14 @@ def with_property_case(exercise):
     if exercise.id not in BUILD_PIECES or property_case(exercise.id) in exercise.hidden:
         return exercise
     return dataclasses.replace(exercise, hidden=(*exercise.hidden, property_case(exercise.id)))
+
+
+def own_work_case(exercise_id: str) -> Case | None:
+    """For a build exercise, the probe that `check()` and the grader run besides its cases:
+    None, or the learner's piece is not their own work (minijit's code, or a hand-over to
+    minijit's own piece: `probing.probe_own_work`) and every case fails with that reason.
+    Not a case itself: the reference, minijit's own, never runs it."""
+    if exercise_id not in BUILD_PIECES:
+        return None
+    piece, function = BUILD_PIECES[exercise_id]
+    return Case(f"{function} is your own code", (piece, function), probe=probe_own_work)
