@@ -35,7 +35,12 @@ chapter that builds it. Invariants:
 - *Your own work.* minijit's own piece starts with `guard(name)`: called while your piece of
   the same name runs (your piece hands its work to minijit's), it raises a `PieceError`
   saying so, and your piece fails even if it catches that. `check()` and the grader then
-  fail every case of the piece, which scores 0.
+  fail every case of the piece, which scores 0. They fail every case too, whatever the
+  cases give, when your piece *is* minijit's code (its own function, a `functools.partial`
+  of it, anything defined in minijit's files; `refused_own` words it): no guard sees that,
+  since minijit's own function switched in is no switch at all. Nor does a guard see a
+  piece that a case calls directly, outside `call`: `handed_over` runs it on its small
+  example, watched, for them.
 - *No stale caches.* Every switch (`use`, `reset`, the end of a `with`) increases
   `generation()`, then calls the `on_switch` listeners. `jit`'s listener empties every cache
   (fast paths too), and `jit` keeps no entry whose compile a switch overtook (its generation
@@ -148,6 +153,13 @@ def _borrowed(name: str) -> str:
             "scores 0")
 
 
+def refused_own(function: str, what: str) -> str:
+    """What `check()` and the grader say when the learner's `function` (their piece) is
+    minijit's code; `what` says whose (`minijit.grading.probing.minijits_code`)."""
+    return (f"your {function} is {what}: the exercise asks you to write it yourself, so "
+            "minijit's code given as yours fails every case and scores 0")
+
+
 def _run_learners(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict):
     """`fn(*args, **kwargs)`, the learner's piece `name`, watched: if it called minijit's own
     `name`, it fails, whatever it did with the guard's error."""
@@ -256,6 +268,31 @@ def selftest(name: str, fn: Callable[..., Any]) -> str | None:
         return piece.selftest(_watched(name, fn))
     except Exception as e:  # noqa: BLE001 - any failure of the learner's code is reported
         return f"raised {type(e).__name__}: {e}"
+
+
+def handed_over(name: str, fn: Callable[..., Any]) -> str | None:
+    """The guard's message if `fn`, run as piece `name` on the piece's small example, calls
+    minijit's own `name` (whatever it then did with the guard's error); else None.
+    `check()` and the grader ask it besides the cases, so that a case that calls the piece
+    directly, outside `call`, where no guard watches, fails too."""
+    piece = _piece(name)
+    if piece.selftest is None or fn is piece.reference:
+        return None
+    runs: list[_Run] = []
+
+    def watched(*args, **kwargs):
+        runs.append(_Run(name, args))
+        token = _running.set(runs[-1])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _running.reset(token)
+
+    try:
+        piece.selftest(watched)
+    except Exception:  # noqa: BLE001 - only the hand-over matters here
+        pass
+    return _borrowed(name) if any(run.borrowed for run in runs) else None
 
 
 def reset(*names: str) -> None:

@@ -3,7 +3,8 @@
     python -m minijit.grading generate            # solutions/ -> exercises/
     python -m minijit.grading generate --check    # exit 1 and a diff when they drifted
     python -m minijit.grading grade submissions/ --out gradebook.csv --feedback-dir feedback/
-    python -m minijit.grading list                # exercises, points and case counts
+    python -m minijit.grading list                # exercises, points, case counts, and
+                                                  # which exercise writes which build piece
     python -m minijit.grading release OUT_DIR     # what learners get, without references
 
 Heavy imports (nbformat, nbclient, the exercises and through them the minijit core) happen
@@ -88,9 +89,20 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    for ex in _exercises(args).values():
+    from .build_pieces import BUILD_PIECES
+
+    exercises = _exercises(args)
+    for ex in exercises.values():
+        builds = f"  [builds {BUILD_PIECES[ex.id][0]}]" if ex.id in BUILD_PIECES else ""
         print(f"{ex.id:28} {ex.points:>4g} pts  {len(ex.public)} public, {len(ex.hidden)} "
-              f"hidden  chapters/{ex.chapter}.ipynb \u00a7 {ex.section}")
+              f"hidden  chapters/{ex.chapter}.ipynb \u00a7 {ex.section}{builds}")
+    built = {ex_id: p for ex_id, p in BUILD_PIECES.items() if ex_id in exercises}
+    if built:
+        print("\nBuild pieces: the exercise's cell defines the function; once it passes "
+              "check(), build.use (or use_mine) makes minijit run it as that piece.")
+        print(f"  {'piece':20} {'exercise':28} function")
+        for ex_id, (piece, function) in built.items():
+            print(f"  {piece:20} {ex_id:28} {function}")
     return 0
 
 

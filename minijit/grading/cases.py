@@ -2,13 +2,16 @@
 
 An :class:`Exercise` names what the learner must define, what it is worth, where in the
 course to reread, and two lists of :class:`Case`: public ones (``check()`` shows them) and
-hidden ones (only the grader runs them; feedback reports how many passed, never which).
+hidden ones (only the grader runs them; feedback counts the failed ones by *category*, a
+short phrase such as "a loop body" (:func:`category_of`), never their inputs or values).
 
 Hints come in three tiers, shown one after another (see :mod:`minijit.grading.checking`):
 the *section* of the chapter to reread (from ``Exercise.section``), the *pitfall* (what
-usually goes wrong, in words: ``Hint.pitfall``, a case's own hint, or the raised error's
-entry in ``error_hints``), and the *code* hint (an API call or a shape of the fix, never the
-solution: ``Hint.code``). A plain string where a :class:`Hint` is expected is the pitfall.
+usually goes wrong, in words), and the *code* hint (an API call or a shape of the fix, never
+the solution: ``Hint.code``). The pitfall is chosen by the failure: the raised error's entry
+in ``error_hints``, the case's own hint, the exercise's ``case_hints`` entry for the case's
+name or category, and only then the exercise's general ``hint``. A plain string where a
+:class:`Hint` is expected is the pitfall.
 
 A case is a probe (see :mod:`minijit.grading.probing`) plus JSON-able arguments. Its
 expected value is the same probe run against the exercise's *reference* namespace in a
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,13 +72,23 @@ def not_attempted(got: Any) -> bool:
     return err.get("type") == "NameError" and _NOT_DEFINED in err.get("message", "")
 
 
+def not_own(found: Any) -> str | None:
+    """The finding of a build exercise's own-work probe
+    (:func:`minijit.grading.build_pieces.own_work_case`) as the reason every case fails: its
+    text, or None when it found nothing or could not look (an error record: the cases then
+    say what is wrong)."""
+    return found[:500] if type(found) is str and found else None
+
+
 @dataclass(frozen=True)
 class Case:
     """One test case: ``probe(ns, *args)`` run on the learner's and the reference namespace.
 
     ``probe`` defaults to the exercise's probe. ``expected`` may be given literally (plain
     data); otherwise it is computed from the reference. ``hint`` (a string or a
-    :class:`Hint`) overrides the exercise's.
+    :class:`Hint`) overrides the exercise's. ``category`` is what the case tests, in a few
+    words that give away no input or value (the feedback names it when the case is hidden);
+    without one it is derived from the name (:func:`category_of`).
     """
 
     name: str
@@ -84,6 +98,7 @@ class Case:
     hint: str | Hint | None = None
     rtol: float = 1e-7
     atol: float = 1e-12
+    category: str | None = None
 
     @property
     def has_literal_expected(self) -> bool:
@@ -97,8 +112,10 @@ class Exercise:
     ``reference`` returns the namespace of a correct solution (the names the learner must
     define); it is only ever called in a trusted process. ``error_hints`` maps the name of
     an exception class raised by the learner's code to the hint for that pitfall (a string,
-    or a :class:`Hint` with its own code tier). ``hint`` is a :class:`Hint` or a string (the
-    pitfall tier only); ``section`` is the first tier, a heading of the chapter.
+    or a :class:`Hint` with its own code tier). ``case_hints`` maps a case's name or category
+    to the hint for what that case tests. ``hint`` is a :class:`Hint` or a string (the
+    pitfall tier only), the fallback for a failure nothing more specific names; ``section``
+    is the first tier, a heading of the chapter.
     """
 
     id: str
@@ -112,6 +129,7 @@ class Exercise:
     public: tuple[Case, ...]
     hidden: tuple[Case, ...] = ()
     error_hints: Mapping[str, str | Hint] = field(default_factory=dict)
+    case_hints: Mapping[str, str | Hint] = field(default_factory=dict)
 
     def cases(self, extra_hidden: tuple[Case, ...] = ()) -> list[tuple[str, Case, bool]]:
         """All cases as ``(key, case, is_public)``; keys are stable and unique."""
@@ -123,33 +141,45 @@ class Exercise:
     def probe_for(self, case: Case) -> Probe:
         return case.probe or self.probe
 
-    def hint_tiers(self, case: Case, got: Any = None) -> dict[str, str]:
+    def hint_tiers(self, case: Case, got: Any = None, specific: bool = True
+                   ) -> dict[str, str]:
         """Every tier of the hint for a failed case, as ``{tier: text}`` in tier order.
 
         The pitfall is the raised error's entry in ``error_hints`` first, then the case's
-        hint, then the exercise's; the code tier comes from the same place, or else from the
-        exercise's hint (absent when none has one).
+        hint, then ``case_hints`` for the case's name, then for its category, then the
+        exercise's hint; the code tier comes from the same place, or else from the next of
+        them that has one (absent when none has). ``specific``: whether the failure is the
+        case's own, some other case having passed; when every case failed, what went wrong
+        is no one case's category, and ``case_hints`` are passed over.
         """
         err = error_of(got)
-        chosen = None
-        if err is not None and err.get("type") in self.error_hints:
-            chosen = as_hint(self.error_hints[err["type"]])
-        own = as_hint(case.hint) or as_hint(self.hint)
-        chosen = chosen or own
+        raised = err.get("type") if err is not None else None
+        keyed = ([as_hint(self.case_hints.get(case.name)),
+                  self.category_hint(category_of(case))] if specific else [])
+        found = [as_hint(self.error_hints.get(raised)) if raised else None,
+                 as_hint(case.hint), *keyed, as_hint(self.hint)]
+        found = [h for h in found if h is not None]
         tiers = {SECTION: f"chapters/{self.chapter}.ipynb, section \u201c{self.section}\u201d",
-                 PITFALL: chosen.pitfall}
-        code = chosen.code or own.code or as_hint(self.hint).code
+                 PITFALL: found[0].pitfall}
+        code = next((h.code for h in found if h.code), None)
         if code:
             tiers[CODE] = code
         return tiers
 
-    def hint_for(self, case: Case, got: Any = None, tier: str = PITFALL) -> str:
+    def category_hint(self, category: str) -> Hint | None:
+        """The exercise's hint for the cases of ``category`` (``case_hints``), if any: what
+        the feedback may say about a failed hidden case, which it names by category only."""
+        return as_hint(self.case_hints.get(category))
+
+    def hint_for(self, case: Case, got: Any = None, tier: str = PITFALL,
+                 specific: bool = True) -> str:
         """The hint for a failed case in one line, up to ``tier`` (the gradebook's form).
 
         ``section``: where to reread only; ``pitfall`` (the default): the pitfall, then
         where to reread; ``code``: the pitfall, the code hint, then where to reread.
+        ``specific`` as for :meth:`hint_tiers`.
         """
-        tiers = self.hint_tiers(case, got)
+        tiers = self.hint_tiers(case, got, specific)
         reread = f"Reread {tiers[SECTION]}."
         if tier == SECTION:
             return reread
@@ -157,6 +187,63 @@ class Exercise:
         if tier == CODE and CODE in tiers:
             parts.append(tiers[CODE])
         return " ".join(parts + [reread])
+
+
+# What each program of minijit.grading.programs tests, for the cases named "program NAME".
+PROGRAM_CATEGORIES = {
+    "add_literal": "a literal", "mul_two_args": "elementwise arithmetic",
+    "sin_cos": "elementwise arithmetic", "exp_log": "elementwise arithmetic",
+    "scale_shift": "a captured constant", "two_outputs": "several outputs",
+    "output_is_input": "an input returned as an output", "int_arith": "integers",
+    "compare": "a comparison", "sum_axes": "a reduction", "sum_all": "a reduction",
+    "max_and_argmax": "a reduction", "mean": "a reduction", "softmax": "a reduction",
+    "astype": "a dtype conversion", "reshape_transpose": "a shape change",
+    "concat": "a shape change", "slice_index": "indexing", "traced_index": "indexing",
+    "at_set": "indexing", "iota": "an array made from nothing (iota)", "where": "a select",
+    "dot": "a dot product", "long_chain": "a long program", "cond": "a cond or switch",
+    "switch": "a cond or switch", "while_loop": "a loop body", "fori_loop": "a loop body",
+    "fori_traced_bound": "a loop body", "scan": "a loop body", "cond_in_loop": "a loop body",
+    "unread_output": "an unread output", "nested_jit": "a nested jit",
+    "cond_captures_array": "values a body captures",
+    "cond_captures_tracers": "values a body captures",
+    "switch_captures": "values a body captures", "while_captures": "values a body captures",
+    "scan_captures": "values a body captures",
+    "cond_in_while": "values captured from two bodies out",
+    "nested_loops": "values captured from two bodies out",
+}
+# Text that states an input or a value: a number standing alone (not int32, 2-d or rank 3),
+# a bracket, a quote (not an apostrophe) or an operator. A name with one gives no category.
+_STATES_VALUES = re.compile(r"[\[\]{}=*/+<>\"`]|(?<!\w)'|'(?!\w)"
+                            r"|(?<![\w.-])(?<!rank )[-+]?\d[\d,.]*(?![\w-])")
+OTHER_CATEGORY = "other inputs"
+
+
+def category_of(case: Case) -> str:
+    """What ``case`` tests, in a few words that state no input or value: its ``category``,
+    else the category of the program it runs (``program NAME``, :data:`PROGRAM_CATEGORIES`),
+    else the heading its name starts with, up to a colon, if that states no value
+    (``"elapsed: near the largest int32"`` is ``"elapsed"``), else :data:`OTHER_CATEGORY`.
+    Never a whole name: a hidden case's name is not shown."""
+    if case.category:
+        return case.category
+    program = re.match(r"program (\w+)", case.name)
+    if program and program[1] in PROGRAM_CATEGORIES:
+        return PROGRAM_CATEGORIES[program[1]]
+    head = re.sub(r"\s*\([^()]*\)", "", case.name)
+    if ": " in head:
+        head = head.split(": ", 1)[0].strip()
+        if head and len(head) <= 72 and not _STATES_VALUES.search(head):
+            return head
+    return OTHER_CATEGORY
+
+
+def count_categories(cases: Iterable[Case]) -> str:
+    """``"a loop body (2), several outputs (1)"``: the failed cases' categories, each with
+    how many failed, in the order the cases come."""
+    counts: dict[str, int] = {}
+    for case in cases:
+        counts[category_of(case)] = counts.get(category_of(case), 0) + 1
+    return ", ".join(f"{c} ({n})" for c, n in counts.items())
 
 
 def raises(error_type: str) -> dict:

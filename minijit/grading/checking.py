@@ -2,6 +2,8 @@
 
 Runs the exercise's *public* cases in the learner's own kernel, against the notebook's
 globals, and shows one row per case: pass or fail, expected vs got, and for a failure a hint.
+A build exercise's piece that is minijit's own code fails every row, whatever it gives, with
+the reason (:func:`minijit.grading.build_pieces.own_work_case`), as it does in the grader.
 The expected values reach it as data: a case's literal (the student release stores them),
 or values computed by the reference solution in a separate interpreter
 (:mod:`minijit.grading.expected`), once per chapter and kernel; the reference never runs in
@@ -63,6 +65,7 @@ from .cases import (
     compare,
     describe,
     not_attempted,
+    not_own,
 )
 from .probing import ProbeTimeLimit, error_data, run_probe
 
@@ -250,6 +253,16 @@ def _learner_result(exercise: Exercise, case: Case, ns: Mapping[str, Any],
         return error_data(exc)
 
 
+def _own_work(exercise: Exercise, ns: Mapping[str, Any], seconds: float | None
+              ) -> str | None:
+    """What makes the learner's build piece minijit's own code, if it is (as the grader's
+    :func:`minijit.grading.scoring.score_exercise` decides it)."""
+    from .build_pieces import own_work_case
+
+    case = own_work_case(exercise.id)
+    return None if case is None else not_own(_learner_result(exercise, case, ns, seconds))
+
+
 def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = False,
                      count: bool = False, expected: Mapping[str, Any] | None = None,
                      time_limit: float | None = None) -> CheckReport:
@@ -264,6 +277,7 @@ def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = 
     ``code`` when ``hint`` is true or, with ``count`` (what ``check()`` does), from the
     second failed check of this exercise in this process on.
     """
+    refused = _own_work(exercise, ns, time_limit)
     results = []
     for key, case, _public in exercise.cases()[: len(exercise.public)]:
         if expected is not None and not case.has_literal_expected:
@@ -271,11 +285,11 @@ def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = 
         else:
             want = expected_value(exercise, key, case)
         got = _learner_result(exercise, case, ns, time_limit)
-        results.append((case, want, got, compare(want, got, case.rtol, case.atol)))
+        results.append((case, want, got, refused or compare(want, got, case.rtol, case.atol)))
     failed = [(case, got) for case, _e, got, reason in results if reason]
     # One stub left (or one name undefined) and the exercise is not attempted yet: its
     # other cases may fail only because they run code given in the notebook.
-    attempted = not any(not_attempted(got) for _c, got in failed)
+    attempted = refused is not None or not any(not_attempted(got) for _c, got in failed)
     tier = None
     if failed:
         if count and attempted:
@@ -285,11 +299,12 @@ def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = 
         else:
             tier = PITFALL if attempted else SECTION
     shown = HINT_TIERS[: HINT_TIERS.index(tier) + 1] if tier else ()
+    specific = len(failed) < len(results)  # a failure of some cases, not of all
     rows, withheld = [], False
     for case, expected, got, reason in results:
         hints = {}
         if reason:
-            tiers = exercise.hint_tiers(case, got)
+            tiers = exercise.hint_tiers(case, got, specific)
             hints = {t: text for t, text in tiers.items() if t in shown}
             withheld = withheld or (CODE in tiers and CODE not in hints and attempted)
         rows.append(CaseRow(case.name, reason is None, expected, got, reason, hints))

@@ -66,7 +66,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cases import Case, Exercise, describe
+from .cases import Case, Exercise, category_of, count_categories, describe
 from .notebook import check_call, exercise_header
 from .pool import DIED, DONE, OVERRAN, Outcome, WorkerPool
 from .runner import NOTE, STATUS_ORDER, Limits, RunResult, run_submission
@@ -729,7 +729,9 @@ def _conclude(o: Outcome, died: dict[int, str], limits: Limits, queue: list[int]
 
 
 def feedback_markdown(row: Row) -> str:
-    """The feedback a student sees: scores, failed *public* cases, counts of hidden ones."""
+    """The feedback a student sees: scores, failed *public* cases, and the failed hidden ones
+    counted by category (with the exercise's hint for a category, where it has one), never
+    their inputs or values. A build piece that is minijit's own code gets that one line."""
     lines = [f"# Feedback: {row.student}", "",
              f"**Total: {_num(row.total)} / {_num(row.max_total)} points.** "
              f"Status: `{row.status}`.", ""]
@@ -748,15 +750,30 @@ def feedback_markdown(row: Row) -> str:
         lines += ["", f"## {sc.exercise.id}: {sc.exercise.title}", ""]
         if sc.outcome != "ran":
             lines.append(f"Not graded further: {OUTCOME_WORDS.get(sc.outcome, sc.outcome)}.")
+        if sc.not_own:
+            lines.append(f"- Every case failed: {sc.not_own}.")
+            continue
         for fc in sc.failed_public:
             lines += [f"- **{fc.name}**: expected `{describe(fc.expected)}`, got "
                       f"`{describe(fc.got)}`.", f"  - Why: {fc.reason}",
                       f"  - Hint: {fc.hint}"]
-        missed = sc.hidden[1] - sc.hidden[0]
-        if missed and sc.outcome == "ran":
-            lines.append(f"- {missed} of {sc.hidden[1]} hidden cases failed (hidden cases "
-                         "are not shown; test your code beyond the public cases).")
+        if sc.failed_hidden and sc.outcome == "ran":
+            lines += _hidden_lines(sc.exercise, sc.failed_hidden, sc.hidden[1], sc.specific)
     return "\n".join(lines) + "\n"
+
+
+def _hidden_lines(ex: Exercise, failed: list[Case], total: int, specific: bool
+                  ) -> list[str]:
+    """``- 2 of 24 hidden cases failed: a loop body (2) ...``, then, when some case passed
+    (``specific``), the exercise's hint for each of those categories that has one
+    (``Exercise.case_hints``)."""
+    lines = [f"- {len(failed)} of {total} hidden cases failed: {count_categories(failed)} "
+             "(their inputs are not shown; test your code beyond the public cases)."]
+    for category in dict.fromkeys(category_of(c) for c in failed) if specific else ():
+        hint = ex.category_hint(category)
+        if hint is not None:
+            lines.append(f"  - Hint for {category}: {hint.pitfall}")
+    return lines
 
 
 def write_feedback(rows: Sequence[Row], folder: str | os.PathLike) -> None:

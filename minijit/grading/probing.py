@@ -184,6 +184,65 @@ class _BoundedText(io.StringIO):
         return len(s)
 
 
+def minijits_code(fn: Any, reference: Any, package_dir: str) -> str | None:
+    """What makes ``fn`` minijit's code rather than the learner's, in words; None if nothing.
+
+    ``fn`` is minijit's when it is ``reference`` (minijit's own piece), shares its code, or is
+    a function defined in a file under ``package_dir`` (minijit's folder). A
+    ``functools.partial``, a bound method and a ``functools.wraps`` wrapper are looked
+    through to what they call. Exact type checks only, so no code of the learner's runs.
+    """
+    import functools
+    import os
+    import types
+
+    root = os.path.realpath(package_dir)
+    how = ""
+    for _ in range(MAX_DEPTH):
+        t = type(fn)
+        if t is functools.partial:
+            how, fn = how + "a functools.partial of ", fn.func
+        elif t is types.MethodType:
+            how, fn = how + "a method bound to ", fn.__func__
+        elif t is not types.FunctionType:
+            return None
+        elif fn is not reference and "__wrapped__" in fn.__dict__:
+            how, fn = how + "a functools.wraps wrapper of ", fn.__dict__["__wrapped__"]
+        else:
+            code = fn.__code__
+            path = os.path.realpath(code.co_filename)
+            ref_code = getattr(reference, "__code__", None)
+            in_minijit = os.path.isabs(code.co_filename) and path.startswith(root + os.sep)
+            if fn is not reference and code is not ref_code and not in_minijit:
+                return None
+            where = os.path.relpath(path, os.path.dirname(root)).replace(os.sep, "/")
+            own = "minijit's own piece" if code is ref_code else "minijit's"
+            return f"{how}{own} {code.co_name} (in {where})"
+    return None
+
+
+def probe_own_work(ns, piece, function):
+    """None when the learner's ``function`` (their build piece ``piece``) is their own work;
+    else why not: it is minijit's code (``minijit.build.refused_own`` says whose), or it
+    hands its work to minijit's own piece on the piece's small example
+    (``minijit.build.handed_over``)."""
+    import os
+
+    import minijit
+    from minijit import build
+
+    if piece not in build.PIECES:
+        import minijit.codegen.kernels  # noqa: F401 - registers loop_nest
+    registered = build.PIECES.get(piece)
+    fn = ns.get(function)
+    if registered is None or fn is None:
+        return None
+    what = minijits_code(fn, registered.reference, os.path.dirname(minijit.__file__))
+    if what is not None:
+        return build.refused_own(function, what)
+    return build.handed_over(piece, fn) if callable(fn) else None
+
+
 def printed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, str]:
     """Call ``fn`` and return ``(result, text it printed to stdout)``."""
     buf = _BoundedText()

@@ -10,7 +10,9 @@ instructor's copy this package was imported from:
 - ``minijit/`` as it is, except ``minijit/grading/exercises/``, which is written anew: one
   module per chapter with the exercises' probes (their source, as the grader ships them),
   hints, sections and *public* cases, each case with its expected value as a literal
-  (``Case(..., expected=...)``), computed now by running the probe on the reference solution.
+  (``Case(..., expected=...)``), computed now by running the probe on the reference solution,
+  and the ``case_hints`` that a public case's name or category selects (none keyed by a
+  hidden case's name, which may state its inputs).
 
 Not in it: ``solutions/``, ``tests/``, ``benchmarks/``, the reference solutions, the hidden
 cases and the probes only they use, and compiled files (``__pycache__``).
@@ -34,7 +36,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .cases import Case, Exercise, Hint, error_of
+from .cases import Case, Exercise, Hint, category_of, error_of
 
 EXERCISES_PACKAGE = "minijit.grading.exercises"
 TOP_FILES = ("README.md", "course.py", "pyproject.toml", "environment.yml", ".gitignore")
@@ -353,8 +355,16 @@ def _imports(probes: Iterable[Callable]) -> dict[str, list[str]]:
 
 def _uses_hint(exercises: list[Exercise]) -> bool:
     hints = [h for ex in exercises for h in [ex.hint, *ex.error_hints.values(),
+                                              *_public_case_hints(ex).values(),
                                               *(c.hint for c in ex.public)]]
     return any(isinstance(h, Hint) for h in hints)
+
+
+def _public_case_hints(ex: Exercise) -> dict[str, str | Hint]:
+    """The exercise's ``case_hints`` that one of its public cases selects, by its name or
+    its category: the only ones ``check()`` can show."""
+    keys = {c.name for c in ex.public} | {category_of(c) for c in ex.public}
+    return {k: h for k, h in ex.case_hints.items() if k in keys}
 
 
 class _Literal:
@@ -429,16 +439,20 @@ def _render_exercise(ex: Exercise, cache: dict | None) -> list[str]:
         lines.append(_field(16, "expected", expected_for(ex, case, cache), cw))
         if case.hint is not None:
             lines += _hint_lines(16, "hint", case.hint, cw)
+        if case.category is not None:
+            lines.append(_field(16, "category", case.category, cw))
         for key in ("rtol", "atol"):
             if getattr(case, key) != getattr(defaults, key):
                 lines.append(_field(16, key, getattr(case, key), cw))
         lines.append("            ),")
     lines.append("        ),")
-    if ex.error_hints:
-        lines.append("        error_hints={")
-        for name, hint in ex.error_hints.items():
-            lines += _hint_lines(12, repr(name), hint, where, sep=": ")
-        lines.append("        },")
+    for field_name, hints in (("error_hints", ex.error_hints),
+                              ("case_hints", _public_case_hints(ex))):
+        if hints:
+            lines.append(f"        {field_name}={{")
+            for name, hint in hints.items():
+                lines += _hint_lines(12, repr(name), hint, where, sep=": ")
+            lines.append("        },")
     lines.append("    ),")
     return lines
 

@@ -12,7 +12,10 @@ that are not literal data, fail here, before grading starts, with one clear line
 An exercise earns ``points * passed cases / all cases``, public and hidden together,
 rounded to 2 decimals: partial credit, but a hard-coded answer to the public cases still
 fails the hidden ones. An exercise whose tests could not run (a timeout, a dead kernel, an
-unreadable answer) fails all its cases.
+unreadable answer) fails all its cases. So does a build exercise whose piece is minijit's
+own code (:func:`minijit.grading.build_pieces.own_work_case`, a probe run with the public
+cases, never on the reference): its finding is every case's reason. A failed hidden case is
+named by its category only (:func:`minijit.grading.cases.category_of`).
 
 Feedback files follow the tiers of ``check()`` (:mod:`minijit.grading.checking`) as they
 stand after one failed check: an exercise not attempted (a stub left, or a name undefined)
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .build_pieces import own_work_case
 from .cases import (
     PITFALL,
     SECTION,
@@ -37,6 +41,7 @@ from .cases import (
     describe,
     error_of,
     not_attempted,
+    not_own,
     probe_source,
 )
 from .channel import ProbeCall, run_locally
@@ -66,6 +71,8 @@ class Plan:
     probes: tuple[ExercisePlan, ...]
     expected: dict[str, Any]
     cases: dict[str, CaseInfo]
+    # exercise id -> the key of its own-work probe's result (build exercises only)
+    own_work: dict[str, str] = field(default_factory=dict)
 
 
 def build_plan(exercises: Sequence[Exercise],
@@ -75,7 +82,7 @@ def build_plan(exercises: Sequence[Exercise],
     arguments are not literal data, or the reference does not pass a case with a literal
     expected value."""
     extra_hidden = extra_hidden or {}
-    probes, expected, infos = [], {}, {}
+    probes, expected, infos, own_work = [], {}, {}, {}
     for ex in exercises:
         try:
             reference = ex.reference()
@@ -98,8 +105,12 @@ def build_plan(exercises: Sequence[Exercise],
         shipped = run_locally(calls + hidden, reference)
         for call in calls + hidden:
             expected[call.key] = _expected(call, cases[call.key], shipped.get(call.key))
+        own = own_work_case(ex.id)
+        if own is not None:  # first, before any case can switch the piece in
+            own_work[ex.id] = f"{ex.id}/own"
+            calls.insert(0, ProbeCall(own_work[ex.id], *probe_source(own.probe), own.args))
         probes.append(ExercisePlan(ex.id, tuple(calls), tuple(hidden)))
-    return Plan(tuple(exercises), tuple(probes), expected, infos)
+    return Plan(tuple(exercises), tuple(probes), expected, infos, own_work)
 
 
 def _expected(call: ProbeCall, case: Case, got: Any) -> Any:
@@ -149,6 +160,12 @@ class ExerciseScore:
     hidden: tuple[int, int] = (0, 0)
     failed_public: list[FailedCase] = field(default_factory=list)
     outcome: str = "ran"
+    # the hidden (and private) cases that failed, for their categories only
+    failed_hidden: list[Case] = field(default_factory=list)
+    # what makes the learner's piece minijit's own code (then every case failed), if anything
+    not_own: str | None = None
+    # some case passed, so a failed one's category may say what went wrong (hint_tiers)
+    specific: bool = False
 
 
 OUTCOME_WORDS = {
@@ -162,6 +179,8 @@ OUTCOME_WORDS = {
 def score_exercise(ex: Exercise, plan: Plan, run: RunResult) -> ExerciseScore:
     outcome = run.outcome.get(ex.id, "not_run")
     sc = ExerciseScore(ex, outcome=outcome)
+    if outcome == "ran" and ex.id in plan.own_work:
+        sc.not_own = not_own(run.results.get(plan.own_work[ex.id]))
     passed = {True: 0, False: 0}
     totals = {True: 0, False: 0}
     failed = []
@@ -171,19 +190,24 @@ def score_exercise(ex: Exercise, plan: Plan, run: RunResult) -> ExerciseScore:
         totals[info.public] += 1
         got = run.results.get(key) if outcome == "ran" else None
         if outcome == "ran" and key in run.results:
-            reason = compare(plan.expected[key], got, info.case.rtol, info.case.atol)
+            reason = sc.not_own or compare(plan.expected[key], got, info.case.rtol,
+                                           info.case.atol)
         else:
             reason = OUTCOME_WORDS.get(outcome, "no result came back")
         if reason is None:
             passed[info.public] += 1
         elif info.public:
             failed.append((info.case, plan.expected[key], got, reason))
+        else:
+            sc.failed_hidden.append(info.case)
     # as check() does: one stub left (or one undefined name) and the exercise is not
     # attempted, so every case gets the section to read only
-    tier = SECTION if any(not_attempted(got) for *_, got, _r in failed) else PITFALL
+    tier = (SECTION if not sc.not_own and any(not_attempted(got) for *_, got, _r in failed)
+            else PITFALL)
+    sc.specific = passed[True] + passed[False] > 0  # as check() decides (hint_tiers)
     for case, expected, got, reason in failed:
         sc.failed_public.append(FailedCase(case.name, expected, got, reason,
-                                           ex.hint_for(case, got, tier)))
+                                           ex.hint_for(case, got, tier, sc.specific)))
     n = totals[True] + totals[False]
     sc.points = round(ex.points * (passed[True] + passed[False]) / n, 2) if n else 0.0
     sc.public = (passed[True], totals[True])

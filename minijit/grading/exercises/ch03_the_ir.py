@@ -70,8 +70,9 @@ def _reference_broadcast_rule(x, y):
     return [ShapedArray(shape, x.dtype)]
 
 
-def _shapes(label: str, x: tuple, y: tuple, dtype: str = "float64") -> Case:
-    return Case(f"{label}: {x} with {y}", (list(x), list(y), dtype, dtype))
+def _shapes(label: str, x: tuple, y: tuple, dtype: str = "float64",
+            category: str | None = None) -> Case:
+    return Case(f"{label}: {x} with {y}", (list(x), list(y), dtype, dtype), category=category)
 
 
 def _clash(x: tuple, y: tuple) -> Case:
@@ -139,7 +140,8 @@ EXERCISES = [
             # (which is 0 against 1, where max(a, b) gives 1)
             Case("unequal dtypes: f32[2] with f64[2] raises TypeError",
                  ([2], [2], "float32", "float64"), expected=raises("TypeError")),
-            _shapes("a size of 0 against 1", (3, 1), (1, 0)),
+            _shapes("a size of 0 against 1", (3, 1), (1, 0),
+                    category="an empty axis against a size of 1"),
         ),
         hidden=(
             _shapes("rank 3 and rank 1", (2, 1, 5), (5,)),
@@ -261,7 +263,11 @@ _I32_LITERALS = "def f(x):\n    return x * 3 - 1, 2\n"
 
 
 def _literal_case(label: str, source: str, values: list, dtype: str) -> Case:
-    return Case(label, (source, [[values, dtype]]), probe=probe_eval_program)
+    return Case(label, (source, [[values, dtype]]), probe=probe_eval_program,
+                category=_OTHER_DTYPE_LITERALS)
+
+
+_OTHER_DTYPE_LITERALS = "literals of a float32 or int32 program"
 
 
 # ------------------------------------------------------------------------ ex03_pp_jaxpr
@@ -321,11 +327,69 @@ _PP_CASE_HINTS = {
 }
 
 
+# What a program tests, by its category (cases.PROGRAM_CATEGORIES), for a printer that gets
+# it wrong: the params' layout, several outputs, sub-jaxprs, literals.
+_PARAMS_LAYOUT = ("An equation's params print in brackets after its primitive, sorted by "
+                  "name, each as name=value: a tuple as Python writes it, a dtype by its name "
+                  "(int32, not a class), a sub-jaxpr as a jaxpr of its own, laid out in "
+                  "place. Compare the params of the failed case's text with print(jaxpr)'s.")
+_SUBJAXPRS = ("A cond, while or scan holds its sub-jaxprs in its params: they print in "
+              "place, inside the brackets, with names from the same walk as the outer "
+              "program (the equation's outputs are named first), never from a fresh table "
+              "and never by str().")
+_PP_CATEGORY_HINTS = {
+    "a literal": ("A literal prints as its value, then a colon and its type (the type "
+                  "printed as a binder's is), and it takes no name."),
+    "several outputs": ("An equation with several outputs names them all before the =, "
+                        "separated by spaces; the program's in (...) lists every output "
+                        "with commas, and a trailing comma only for a single one."),
+    "an input returned as an output": ("An output may be an input: in (...) prints the name "
+                                       "it already has, and no new one."),
+    "a reduction": _PARAMS_LAYOUT, "a shape change": _PARAMS_LAYOUT,
+    "indexing": _PARAMS_LAYOUT, "a dtype conversion": _PARAMS_LAYOUT,
+    "a cond or switch": _SUBJAXPRS, "a loop body": _SUBJAXPRS,
+    "a long program": _PP_CASE_HINTS["long_chain"],
+}
+
+
 def _pp_cases(public: bool) -> tuple[Case, ...]:
     from minijit.grading.programs import PRINTABLE
 
     return tuple(Case(f"program {name}", (name,), hint=_PP_CASE_HINTS.get(name))
                  for name in PRINTABLE if (name in _PP_PUBLIC) == public)
+
+
+# What a program tests, by its category (cases.PROGRAM_CATEGORIES), for an interpreter that
+# gets it wrong.
+_SUB_JAXPRS_RUN_YOURS = ("The impl rules of cond, while, scan and a nested jit evaluate their "
+                         "sub-jaxprs by calling eval_jaxpr, which is yours while the case "
+                         "runs: it gets (jaxpr, consts, *args) like any call, and must "
+                         "return a list with one array per outvar even for one output.")
+_PARAMS_AS_KEYWORDS = ("An equation's params (axes, a new shape or dtype, slice bounds) "
+                       "are what its impl rule needs besides the operands: each goes to the "
+                       "rule as a keyword argument, under its own name.")
+_EVAL_CASE_HINTS = {
+    "a literal": ("A literal is not in the environment: it carries its value and its aval, "
+                  "and is read as an array of the aval's dtype (a bare Python float would "
+                  "change the dtype of what it meets)."),
+    _OTHER_DTYPE_LITERALS: ("In a float32 or int32 program a literal keeps its aval's dtype "
+                            "(float32, int32), not NumPy's default 64-bit one, and an "
+                            "output may itself be a literal, which is read, not looked up."),
+    "a captured constant": ("A captured array is a constvar: it is bound to its value in "
+                            "consts before the first equation, as the invars are to args."),
+    "several outputs": ("An impl rule returns a list with one value per output of its "
+                        "equation: each outvar is bound to its own element, and the result "
+                        "has one array per jaxpr outvar."),
+    "an input returned as an output": ("An outvar may be an invar: it is read from the "
+                                       "environment like any other variable, and returned "
+                                       "as an array."),
+    "integers": ("Every value keeps its aval's dtype: an int64 program stays int64 from the "
+                 "inputs to the outputs, so nothing is converted to float on the way."),
+    "a reduction": _PARAMS_AS_KEYWORDS, "a shape change": _PARAMS_AS_KEYWORDS,
+    "indexing": _PARAMS_AS_KEYWORDS, "a dtype conversion": _PARAMS_AS_KEYWORDS,
+    "a cond or switch": _SUB_JAXPRS_RUN_YOURS, "a loop body": _SUB_JAXPRS_RUN_YOURS,
+    "a nested jit": _SUB_JAXPRS_RUN_YOURS,
+}
 
 
 def _eval_hidden() -> tuple[Case, ...]:
@@ -361,6 +425,7 @@ EXERCISES += [
         hidden=(*_eval_hidden(),
                 _literal_case("int32 literals keep their dtype, and an output is a literal",
                               _I32_LITERALS, [4, -7, 0, 9], "int32")),
+        case_hints=_EVAL_CASE_HINTS,
         error_hints={
             "KeyError": Hint(
                 pitfall=("A variable was read before anything bound it: the constvars or "
@@ -400,6 +465,7 @@ EXERCISES += [
                      hint=_PP_CASE_HINTS["long_chain"]),
                 switch_in_case("ex03_pp_jaxpr")),
         hidden=_pp_cases(public=False),
+        case_hints=_PP_CATEGORY_HINTS,
         error_hints={
             "RecursionError": _NO_STR_INSIDE,
             "PieceError": Hint(

@@ -69,6 +69,8 @@ def _reference_debug_print():
 
 # ------------------------------------------------------------------------ ex06_leak
 
+_RUN_AGAIN = "run again after earlier runs"
+
 
 def probe_leak(ns, x, steps, repeat):
     import minijit as mj
@@ -108,6 +110,12 @@ def _reference_leak():
 
 
 # ------------------------------------------------------------------------ ex06_recompiles
+
+# A hint that names no cause: the diagnoses are graded in hidden cases only.
+_CALLED_AGAIN = ("A fixed driver called a second time, with new values of the same kinds, "
+                 "must not trace again: the trace of its first call serves every later "
+                 "call. Count the traces of two calls of the driver (count_traces, in the "
+                 "notebook), not of one.")
 
 CAUSES = ("shape", "dtype", "weak_type", "static_value", "new_function")
 
@@ -326,17 +334,18 @@ EXERCISES = [
         public=(
             Case("[1, 2, 3] three times (scales 2, 2, 10), then [1, 1]",
                  ([[[1.0, 2.0, 3.0], 2.0], [[1.0, 2.0, 3.0], 2.0], [[1.0, 2.0, 3.0], 10.0],
-                   [[1.0, 1.0], 10.0]],)),
+                   [[1.0, 1.0], 10.0]],), category="new scales and a new shape"),
         ),
         hidden=(
             Case("new values and scales, same shape",
-                 ([[[0.5, 0.25], 1.0], [[4.0, 6.0], 0.5], [[0.125, 0.125], 3.0]],)),
+                 ([[[0.5, 0.25], 1.0], [[4.0, 6.0], 0.5], [[0.125, 0.125], 3.0]],),
+                 category="new values and scales"),
             Case("shapes come and go",
                  ([[[1.0], 1.0], [[2.0, 3.0], 2.0], [[4.0], 3.0], [[1.0, 2.0, 3.0, 4.0], 4.0],
-                   [[5.0, 5.0], 5.0]],)),
+                   [[5.0, 5.0], 5.0]],), category="shapes that come back"),
             Case("2-d and negative totals",
                  ([[[[1.0, 2.0], [3.0, 4.0]], -1.0], [[-1.0, -2.5], 2.0],
-                   [[[2.0, 2.0], [2.0, 2.0]], 0.5]],)),
+                   [[[2.0, 2.0], [2.0, 2.0]], 0.5]],), category="a 2-d x, negative totals"),
         ),
     ),
     Exercise(
@@ -351,14 +360,26 @@ EXERCISES = [
         probe=probe_leak,
         reference=_reference_leak,
         public=(
-            Case("x = [1, -2, 0.5], 3 steps", ([1.0, -2.0, 0.5], 3, 1)),
+            # run twice: check() runs where the check cell is, the grader after every cell
+            # ran, so a list that outlives a run (a global) fails both, not the grader alone
+            Case("x = [1, -2, 0.5], 3 steps", ([1.0, -2.0, 0.5], 3, 2), category=_RUN_AGAIN),
         ),
         hidden=(
-            Case("one step", ([0.25, 4.0], 1, 1)),
-            Case("a single element, 2 steps", ([3.0], 2, 1)),
-            Case("2-d x, 6 steps", ([[1.0, 2.0], [-3.0, 0.0]], 6, 1)),
-            Case("run twice in a row: a fresh list each time", ([2.0, 2.0, 2.0], 4, 2)),
+            Case("one step", ([0.25, 4.0], 1, 1), category="one step"),
+            Case("a single element, 2 steps", ([3.0], 2, 1), category="a single element"),
+            Case("2-d x, 6 steps", ([[1.0, 2.0], [-3.0, 0.0]], 6, 1), category="a 2-d x"),
+            Case("run twice in a row: a fresh list each time", ([2.0, 2.0, 2.0], 4, 2),
+                 category=_RUN_AGAIN),
         ),
+        case_hints={
+            _RUN_AGAIN: Hint(
+                pitfall=("run is called again after earlier runs (the grader calls it after "
+                         "every cell of your notebook ran): a list made outside run still "
+                         "holds the norms of every earlier run. Each run starts a list of "
+                         "its own."),
+                code=("Create the list inside run (norms = [] as its first line) and return "
+                      "it with x.")),
+        },
         error_hints={
             "UnexpectedTracerError": (
                 "A tracer still escapes the trace of update (into a global, a list or an "
@@ -389,29 +410,41 @@ EXERCISES = [
                  hint=("DIAGNOSIS must map each of \"simulate\", \"train\" and "
                        "\"apply_gains\" to one of the strings in CAUSES.")),
             Case("simulate, 8 rates", ("simulate", [1.0, 2.0, 3.0],
-                                       [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 1)),
-            Case("train, 6 steps", ("train", [2.0, -1.0], 6, 1)),
+                                       [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 1),
+                 category="simulate"),
+            Case("train, 6 steps", ("train", [2.0, -1.0], 6, 1), category="train"),
             Case("apply_gains, 6 gains",
                  ("apply_gains", [1.0, 2.0, 4.0],
                   [["int", 2], ["float", 0.5], ["np.float64", 1.5], ["int", 3],
-                   ["float", 0.25], ["np.float64", 2.0]], 1)),
+                   ["float", 0.25], ["np.float64", 2.0]], 1), category="apply_gains"),
         ),
+        # the three diagnoses share a category: the feedback never says which one is wrong
         hidden=(
-            Case("the cause of simulate's storm", ("simulate",), probe=probe_diagnosis),
-            Case("the cause of train's storm", ("train",), probe=probe_diagnosis),
-            Case("the cause of apply_gains's storm", ("apply_gains",), probe=probe_diagnosis),
+            Case("the cause of simulate's storm", ("simulate",), probe=probe_diagnosis,
+                 category="a diagnosis"),
+            Case("the cause of train's storm", ("train",), probe=probe_diagnosis,
+                 category="a diagnosis"),
+            Case("the cause of apply_gains's storm", ("apply_gains",), probe=probe_diagnosis,
+                 category="a diagnosis"),
             Case("simulate, 20 rates on a 2-d x",
-                 ("simulate", [[0.5, 1.5], [2.5, 3.5]], [0.05 * k for k in range(20)], 1)),
-            Case("simulate called 3 times", ("simulate", [4.0], [0.5, 0.25, 0.125], 3)),
-            Case("train, 15 steps", ("train", [0.5, 3.0, -2.0, 8.0], 15, 1)),
-            Case("train called 3 times", ("train", [1.0, 1.0, 1.0], 2, 3)),
+                 ("simulate", [[0.5, 1.5], [2.5, 3.5]], [0.05 * k for k in range(20)], 1),
+                 category="simulate"),
+            Case("simulate called 3 times", ("simulate", [4.0], [0.5, 0.25, 0.125], 3),
+                 category="simulate called again"),
+            Case("train, 15 steps", ("train", [0.5, 3.0, -2.0, 8.0], 15, 1), category="train"),
+            Case("train called 3 times", ("train", [1.0, 1.0, 1.0], 2, 3),
+                 category="train called again"),
             Case("apply_gains, every kind of number",
                  ("apply_gains", [[1.0], [-2.0]],
                   [["np.int64", 3], ["0-d array", 0.5], ["float", 2.0], ["int", 1],
-                   ["np.float64", 0.75], ["0-d array", 4.0], ["int", 2]], 1)),
+                   ["np.float64", 0.75], ["0-d array", 4.0], ["int", 2]], 1),
+                 category="apply_gains"),
             Case("apply_gains called 2 times",
-                 ("apply_gains", [0.5, 1.5], [["float", 2.0], ["np.float64", 4.0]], 2)),
+                 ("apply_gains", [0.5, 1.5], [["float", 2.0], ["np.float64", 4.0]], 2),
+                 category="apply_gains called again"),
         ),
+        case_hints={f"{driver} called again": _CALLED_AGAIN
+                    for driver in ("simulate", "train", "apply_gains")},
         error_hints={
             "NameError": ("Define DIAGNOSIS and the three fixed drivers (simulate, train, "
                           "apply_gains) in the exercise cell, and run it."),
@@ -441,9 +474,10 @@ EXERCISES = [
         ),
         hidden=(
             Case("which arguments step_jit donates", ([1.0] * 4, [0.5] * 4, [0.25] * 4, True),
-                 probe=probe_donate_step),
+                 probe=probe_donate_step, category="the donated arguments"),
             Case("which arguments step_jit donates, 2-d",
-                 ([[1.0, 2.0]], [[0.0, 0.0]], [[3.0, 4.0]], True), probe=probe_donate_step),
+                 ([[1.0, 2.0]], [[0.0, 0.0]], [[3.0, 4.0]], True), probe=probe_donate_step,
+                 category="the donated arguments"),
             Case("fit: 1 batch, 1 epoch", ([0.0, -4.0], [[2.0, 2.0]], 1)),
             Case("fit: 3 batches, 5 epochs, 2-d", ([[1.0, 2.0], [3.0, 4.0]],
                                                      [[[1.0, 0.0], [0.0, 1.0]],
@@ -486,14 +520,17 @@ EXERCISES = [
                  ([10.0, 9.0, -10.0], 0.01)),
         ),
         hidden=(
-            Case("the first intermediate that is not finite", (), probe=probe_first_non_finite),
-            Case("a low temperature", ([2.0, 3.0, 1.0, 0.5], 0.01)),
-            Case("all equal", ([5.0, 5.0, 5.0, 5.0], 2.0)),
-            Case("very negative", ([-1000.0, -1001.0, -999.5], 1.0)),
-            Case("2-d input", ([[700.0, 800.0], [1.0, -1.0]], 1.0)),
-            Case("one element", ([123456.0], 3.0)),
-            Case("2-d input, scores far apart", ([[-900.0, 0.0], [900.0, 1.0]], 1.0)),
-            Case("a very low temperature", ([3.0, -2.0, 2.5], 0.002)),
+            Case("the first intermediate that is not finite", (), probe=probe_first_non_finite,
+                 category="the first intermediate that is not finite"),
+            Case("a low temperature", ([2.0, 3.0, 1.0, 0.5], 0.01), category="a low temperature"),
+            Case("all equal", ([5.0, 5.0, 5.0, 5.0], 2.0), category="equal scores"),
+            Case("very negative", ([-1000.0, -1001.0, -999.5], 1.0),
+                 category="very negative scores"),
+            Case("2-d input", ([[700.0, 800.0], [1.0, -1.0]], 1.0), category="a 2-d input"),
+            Case("one element", ([123456.0], 3.0), category="one element"),
+            Case("2-d input, scores far apart", ([[-900.0, 0.0], [900.0, 1.0]], 1.0),
+                 category="a 2-d input"),
+            Case("a very low temperature", ([3.0, -2.0, 2.5], 0.002), category="a low temperature"),
         ),
     ),
 ]
