@@ -1,6 +1,7 @@
-"""The build track's chapter 07 and 08 pieces: `dce` and `fusion_groups` (`minijit.build`).
+"""The build track's chapter 07 and 08 pieces (`minijit.build`): `dce` and `fusion_groups`
+here; `fold`, `sub_self`, `cse` and `may_fuse` also in tests/test_build_rules.py.
 
-- the solution's pieces of `solutions/07_cleanup_passes.ipynb` and
+- the solution's six pieces of `solutions/07_cleanup_passes.ipynb` and
   `solutions/08_fusion_and_buffers.ipynb`, switched in, optimize the
   whole catalogue (`tests/catalogue.py`) to programs that compute what minijit's own pipeline
   computes, with no dead equation left and exactly minijit's kernels;
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 
 import numpy as np
@@ -38,10 +40,14 @@ pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 
 def _solution_pieces() -> dict:
-    """`dce_jaxpr` and `fusion_groups` as the solution notebook defines them."""
-    dce = solution_namespace("07_cleanup_passes.ipynb", "ex07_dce")["dce_jaxpr"]
-    groups = solution_namespace("08_fusion_and_buffers.ipynb", "ex08_fusion_groups")
-    return {"dce": dce, "fusion_groups": groups["fusion_groups"]}
+    """The optimizer's pieces as the solution notebooks define them: piece -> function."""
+    ch07 = solution_namespace("07_cleanup_passes.ipynb", "ex07_fold", "ex07_rule", "ex07_cse",
+                              "ex07_dce")
+    ch08 = solution_namespace("08_fusion_and_buffers.ipynb", "ex08_may_fuse",
+                              "ex08_fusion_groups")
+    return {"fold": ch07["my_fold"], "sub_self": ch07["sub_self"], "cse": ch07["my_cse"],
+            "dce": ch07["dce_jaxpr"], "may_fuse": ch08["may_fuse"],
+            "fusion_groups": ch08["fusion_groups"]}
 
 
 def _optimized_and_run(prog, args):
@@ -63,8 +69,9 @@ def test_the_solution_optimizes_the_whole_catalogue():
     for prog in PROGRAMS:
         args = prog.make_args()
         want_program, want = _optimized_and_run(prog, args)
-        with build.use("dce", pieces["dce"]), build.use("fusion_groups",
-                                                         pieces["fusion_groups"]):
+        with contextlib.ExitStack() as switched:
+            for name, fn in pieces.items():
+                switched.enter_context(build.use(name, fn))
             assert build.using() == pieces
             got_program, got = _optimized_and_run(prog, args)
         if not (len(got) == len(want) and all(
