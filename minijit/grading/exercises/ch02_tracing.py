@@ -348,7 +348,7 @@ EXERCISES += [
     Exercise(
         id="ex02_bind", points=2, title="bind and the trace stack",
         chapter="02_tracing",
-        section="5. Why a stack: a second interpretation, jvp",
+        section="5. Why a stack: a second interpretation, `jvp`",
         hint=Hint(
             pitfall=("bind hands the primitive to the innermost trace, the last one on "
                      "trace_state.stack, whatever traces are below it (under jit(jvp(f)) "
@@ -480,7 +480,7 @@ EXERCISES += [
     Exercise(
         id="ex02_jvp", points=4, title="jvp: a second interpretation on the stack",
         chapter="02_tracing",
-        section="5. Why a stack: a second interpretation, jvp",
+        section="5. Why a stack: a second interpretation, `jvp`",
         hint=Hint(
             pitfall=("Three usual slips. A constant operand (2.0, an array the function "
                      "closed over) is no JVPTracer: lift it to a zero tangent. The product "
