@@ -1,12 +1,17 @@
 """`jit` and `make_jaxpr`: signature -> cache -> trace -> (passes) -> backend -> call (chapter 04).
 
-A call to a jitted function:
-1. splits the arguments into static values and traced leaves (`arguments.py`);
-2. looks the key (tree structure, leaf shapes/dtypes/weak types, static values) up in the
-   function's cache;
-3. on a miss, traces the function to a Jaxpr, runs the optimizer, asks the backend to compile
-   it, and stores the result (a failed compile stores nothing);
-4. calls the compiled function on the leaves and rebuilds the output pytree.
+A call to a jitted function `f` (`jit_call`, the build track's chapter 04 piece, takes these
+steps, each a method of `f`):
+1. `f.split(args, kwargs)`: the static values and the traced leaves (`arguments.py`);
+2. `f.key(call)`: the key (tree structure, leaf shapes/dtypes/weak types, static values;
+   the `cache_key` piece), and `f.lookup(key)` in the function's cache;
+3. on a miss, the AOT stages: `f.trace_call(call)` traces the function to a Jaxpr (one
+   trace counted), `.lower()` runs the optimizer, `.compile()` the backend; `f.store(key,
+   compiled)` stores the entry (a failed trace or compile stores nothing);
+4. `f.execute(entry, call)` runs the compiled program on the leaves, and
+   `entry.wrap_outputs(outs)` rebuilds the output pytree.
+A call of plain arrays, nothing static, whose entry minijit's own pieces made, then takes the
+fast path of `JitFunction.__call__`, which skips all of this but the lookup and the run.
 
 Called while another function is being traced, a jitted function does none of this: it is
 traced into a sub-Jaxpr and becomes one `jit` equation of the caller (`jit_call.py`), which
@@ -41,7 +46,13 @@ from minijit.ir import ClosedJaxpr
 from minijit.jit_call import call_jitted
 from minijit.passes import run_passes
 from minijit.tracing import trace_to_jaxpr
-from minijit.tree_util import PyTreeDef, tree_map, tree_unflatten
+from minijit.tree_util import (
+    PyTreeDef,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
+)
 
 logger = logging.getLogger("minijit")
 
@@ -107,6 +118,7 @@ class CacheEntry:
     calls: int = 0
     timed_calls: int = 0  # the calls made while `profile_execution` was on ...
     execute_s: float = 0.0  # ... and the time they spent running
+    key: Any = None  # the key it was stored under
 
     def __post_init__(self):
         self.single = self.out_tree.kind == "leaf"  # one array out: no pytree to rebuild
@@ -118,6 +130,8 @@ class CacheEntry:
         self.fast_call = getattr(self.executable, "fast_call", None)
 
     def wrap_outputs(self, outs):
+        """The flat outputs of a run (`JitFunction.execute`) as the function's result: each a
+        minijit `Array`, weakly typed where its type is, in the tree the function returned."""
         return _as_outputs(self.out_tree, outs, self.out_weak)
 
 
@@ -151,7 +165,7 @@ _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _forget_compiled() -> None:
     """After a `build` switch, every entry may hold a piece's work (`minijit.build.use`): every
     jitted function forgets what it compiled, fast paths too, and compiles again on its next
-    call (a compile that a switch overtakes is not kept either, see `_compile`)."""
+    call (a compile that a switch overtakes is not kept either, see `store`)."""
     for per_fun in list(_caches.values()):
         for cache in list(per_fun.values()):
             cache.entries.clear()
@@ -256,26 +270,100 @@ class JitFunction:
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
         if is_tracing():  # called while this thread traces another function
             return self._stage(args, kwargs)
-        split = split_args(self.spec, args, kwargs)
-        own_key = build.is_reference("cache_key")
-        # minijit's own key is `split.key`; a learner's `cache_key` is asked through `build`
-        key = split.lookup_key = split.key if own_key else build.call(
-            "cache_key", split.static_values, split.leaf_avals, split.in_tree)
+        if build.is_reference("jit_call"):
+            return build.call("jit_call", self, args, kwargs)
+        return self._call_learners(args, kwargs)
+
+    def _call_learners(self, args, kwargs):
+        """The learner's `jit_call` (`minijit.build`) runs the call, holding this function's
+        cache lock throughout: threads that miss on one key at once still compile it once
+        (minijit's own takes the lock only to compile, so hits run side by side)."""
+        running = build.running("jit_call")
+        if running is not None and running[0] is self:
+            # the learner's jit_call calls this very function: it hands its work to minijit's,
+            # whose guard fails the learner's piece
+            return jit_call(self, args, kwargs)
+        with self._cache.lock:
+            return build.call("jit_call", self, args, kwargs)
+
+    # -- the steps of a call, in the order `jit_call` takes them (chapter 04's exercise)
+    def split(self, args: tuple, kwargs: dict) -> SplitArgs:
+        """The call's arguments split: static values, traced leaves and their types, the
+        tree's structure (`arguments.split_args`); a TypeError names a bad argument."""
+        return split_args(self.spec, args, kwargs)
+
+    def key(self, call: SplitArgs):
+        """The call's cache key, from the `cache_key` piece (chapter 04's other exercise):
+        minijit's own is `call.key`, a learner's is asked through `build`."""
+        if build.is_reference("cache_key"):
+            return call.key
+        return build.call("cache_key", call.static_values, call.leaf_avals, call.in_tree)
+
+    def lookup(self, key) -> CacheEntry | None:
+        """The entry stored under `key`, or None: a cache miss."""
+        return self._cache.entries.get(key)
+
+    def trace_call(self, call: SplitArgs) -> Traced:
+        """A miss's first stage: trace `fun` for the call's types. It counts one trace
+        (`trace_count`) and records why the call missed (`cache_misses`). Then
+        `.lower()` runs the optimizer and `.compile()` the backend, as the AOT stages do."""
         cache = self._cache
-        entry = cache.entries.get(key)
-        if entry is None:
-            with cache.lock:  # another thread may have compiled it while we waited
-                entry = cache.entries.get(key)
-                if entry is None:
-                    entry = self._compile(split)
-                # only an entry the cache kept (see _compile) goes on the fast path, and
-                # only under minijit's own key: under a learner's, every call asks it
-                if (own_key and self._fast is not None and not kwargs
-                        and cache.entries.get(key) is entry and _fast_key(args) is not None):
-                    cache.fast[_fast_key(args)] = entry
-        if not own_key and entry.split.key != split.key:
-            _wrong_hit(self.spec.fun_name, split, entry.split)
-        leaves, donated = _leaves_to_run(split, entry.optimized.consts, self.spec.fun_name)
+        generation = build.generation()  # the pieces this compile runs with, see `store`
+        where = errors.user_location()
+        code = getattr(self.fun, "__code__", None)
+        recreated = _seen_code.get(code) if cache.trace_count == 0 else None
+        t0 = perf_counter()
+        closed, out_tree = _trace(self.fun, self.spec, call)
+        seconds = perf_counter() - t0
+        with cache.lock:
+            miss = Miss(where, call, len(cache.history), recreated)
+            cache.trace_count += 1
+            cache.history.append(call)
+            cache.misses.append(miss)
+        if code is not None:
+            _seen_code.setdefault(code, _defined_at(self.fun))
+        if config.explain_cache_misses:
+            logger.warning(self._explain(miss))
+        return Traced(self, call, closed, out_tree, seconds, generation)
+
+    def store(self, key, compiled: Compiled) -> CacheEntry:
+        """The cache entry of a program compiled on a miss (`trace_call(call).lower()
+        .compile()`), stored under `key`; later calls with that key find it with `lookup`.
+
+        Nothing is stored if a piece was switched (`minijit.build`) after its trace began:
+        the entry then serves this call only."""
+        traced = compiled.lowered.traced
+        if traced.jitted is not self or traced.generation is None:
+            raise TypeError(
+                f"{self.spec.fun_name}.store(key, compiled) takes a program of this function "
+                "compiled on a cache miss: self.trace_call(call).lower().compile() (the AOT "
+                "stages self.trace(...) neither count a trace nor record the miss)")
+        timings = {"trace": traced.seconds, "optimize": compiled.lowered.seconds,
+                   "compile": compiled.seconds}
+        timings.update(getattr(compiled.executable, "timings", {}))  # codegen / compile
+        entry = CacheEntry(traced.split, traced.jaxpr, compiled.lowered.jaxpr,
+                           compiled.executable, traced.out_tree, timings, key=key)
+        with self._cache.lock:
+            if traced.generation == build.generation():
+                self._cache.entries[key] = entry
+        if config.log_compiles:
+            logger.warning(
+                f"Compiling {self.spec.fun_name} for {self._signature(traced.split)} "
+                f"[trace {1e3 * timings['trace']:.1f} ms, optimize "
+                f"{1e3 * timings['optimize']:.1f} ms, {self.backend.name} compile "
+                f"{1e3 * timings['compile']:.1f} ms]")
+        return entry
+
+    def execute(self, entry: CacheEntry, call: SplitArgs) -> list:
+        """Run `entry`'s program on the call's leaves: its outputs, flat, as NumPy arrays
+        (`entry.wrap_outputs(outs)` makes the function's result of them). It handles
+        donation, `profile_execution` and `debug_nans`.
+
+        Under a learner's `cache_key` or `jit_call`, an entry traced for other arguments is
+        refused with a PieceError instead of computing the wrong thing."""
+        if not (build.is_reference("cache_key") and build.is_reference("jit_call")):
+            self._check_hit(entry, call)
+        leaves, donated = _leaves_to_run(call, entry.optimized.consts, self.spec.fun_name)
         if config.profile_execution:
             t0 = perf_counter()
             outs = entry.executable(*leaves)
@@ -285,15 +373,39 @@ class JitFunction:
             outs = entry.executable(*leaves)
         entry.calls += 1
         if any(donated):
-            _mark_donated(split.leaves, donated)
+            _mark_donated(call.leaves, donated)
         if config.debug_nans and has_nan(outs):
             if any(donated):  # their buffers now hold results: nothing to run again on
                 raise FloatingPointError(
                     f"invalid value (nan) in the output of jit({self.spec.fun_name}); its "
                     "donated arguments were overwritten, so it cannot be run again to find "
                     "where: call it without donate_argnums to look")
-            self._find_the_nan(args, kwargs)
-        return entry.wrap_outputs(outs)
+            self._find_the_nan(*call.rebuild(call.leaves))
+        return outs
+
+    def _compile(self, call: SplitArgs) -> Compiled:
+        """A miss's three stages in one: trace, lower (optimize), compile (called once per
+        trace of minijit's own `jit_call`)."""
+        return self.trace_call(call).lower().compile()
+
+    def _fill_fast_path(self, args, kwargs, key, entry: CacheEntry) -> None:
+        """Put a stored entry on the fast path (`__call__`), if the call is one it serves and
+        minijit's own pieces made the entry and keyed the call: under a learner's `cache_key`
+        or `jit_call`, every call asks the learner's piece."""
+        if (self._fast is not None and not kwargs and build.is_reference("cache_key")
+                and build.is_reference("jit_call") and self._cache.entries.get(key) is entry):
+            fast_key = _fast_key(args)
+            if fast_key is not None:
+                self._fast[fast_key] = entry
+
+    def _check_hit(self, entry: CacheEntry, call: SplitArgs) -> None:
+        if entry.split.key == call.key:
+            return
+        # the learner's jit_call looked the call up, or stored the entry, by another key than
+        # the call's own; otherwise the key itself (cache_key) conflates the two calls
+        piece = ("jit_call" if not build.is_reference("jit_call") and entry.key != self.key(call)
+                 else "cache_key")
+        _wrong_hit(piece, self.spec.fun_name, call, entry.split)
 
     def _find_the_nan(self, args, kwargs):
         """`config.debug_nans` and a result holds a NaN: run `fun` again eagerly, where the
@@ -324,43 +436,6 @@ class JitFunction:
         closed, out_tree = _trace(self.fun, self.spec, split)
         outs = call_jitted(closed, split.leaves, self.spec.fun_name)
         return tree_unflatten(out_tree, outs)
-
-    def _compile(self, split: SplitArgs) -> CacheEntry:
-        cache = self._cache
-        generation = build.generation()  # the pieces this compile runs with
-        where = errors.user_location()
-        code = getattr(self.fun, "__code__", None)
-        recreated = _seen_code.get(code) if cache.trace_count == 0 else None
-        miss = Miss(where, split, len(cache.history), recreated)
-        t0 = perf_counter()
-        traced, out_tree = _trace(self.fun, self.spec, split)
-        t1 = perf_counter()
-        optimized = optimize(traced)  # run_passes typechecks the result
-        t2 = perf_counter()
-        executable = self.backend.compile(optimized, self.spec.fun_name, tuple(split.donated),
-                                          self.parallel)
-        t3 = perf_counter()
-        timings = {"trace": t1 - t0, "optimize": t2 - t1, "compile": t3 - t2}
-        timings.update(getattr(executable, "timings", {}))  # codegen / compile, if split
-        entry = CacheEntry(split, traced, optimized, executable, out_tree, timings)
-        # Only a complete entry is stored: a failure above leaves the cache as it was. One
-        # compiled while a piece was switched (`minijit.build`) serves this call only.
-        if generation == build.generation():
-            cache.entries[split.key if split.lookup_key is None else split.lookup_key] = entry
-        cache.trace_count += 1
-        cache.history.append(split)
-        cache.misses.append(miss)
-        if code is not None:
-            _seen_code.setdefault(code, _defined_at(self.fun))
-        if config.explain_cache_misses:
-            logger.warning(self._explain(miss))
-        if config.log_compiles:
-            logger.warning(
-                f"Compiling {self.spec.fun_name} for {self._signature(split)} "
-                f"[trace {1e3 * (t1 - t0):.1f} ms, optimize {1e3 * (t2 - t1):.1f} ms, "
-                f"{self.backend.name} compile {1e3 * (t3 - t2):.1f} ms]"
-            )
-        return entry
 
     @staticmethod
     def _signature(split: SplitArgs) -> str:
@@ -435,10 +510,16 @@ class Traced:
     split: SplitArgs
     jaxpr: ClosedJaxpr
     out_tree: PyTreeDef
+    seconds: float = 0.0  # how long tracing took
+    # `build.generation()` when a cache miss's trace began (`JitFunction.trace_call`); None
+    # for the AOT `f.trace(...)`, which is no cache miss
+    generation: int | None = None
 
     @errors.api_boundary
     def lower(self) -> Lowered:
-        return Lowered(self, optimize(self.jaxpr))
+        t0 = perf_counter()
+        optimized = optimize(self.jaxpr)  # run_passes typechecks the result
+        return Lowered(self, optimized, perf_counter() - t0)
 
     def as_text(self) -> str:
         return str(self.jaxpr)
@@ -455,6 +536,7 @@ class Lowered:
 
     traced: Traced
     jaxpr: ClosedJaxpr
+    seconds: float = 0.0  # how long the optimizer took
 
     @errors.api_boundary
     def as_text(self) -> str:
@@ -469,10 +551,11 @@ class Lowered:
 
     @errors.api_boundary
     def compile(self) -> Compiled:
-        backend = self.traced.jitted.backend
-        return Compiled(self, backend.compile(self.jaxpr, self.traced.jitted.spec.fun_name,
-                                              tuple(self.traced.split.donated),
-                                              self.traced.jitted.parallel))
+        jitted = self.traced.jitted
+        t0 = perf_counter()
+        executable = jitted.backend.compile(self.jaxpr, jitted.spec.fun_name,
+                                            tuple(self.traced.split.donated), jitted.parallel)
+        return Compiled(self, executable, perf_counter() - t0)
 
 
 @dataclass
@@ -483,6 +566,7 @@ class Compiled:
 
     lowered: Lowered
     executable: Any
+    seconds: float = 0.0  # how long the backend took
 
     def _with_statics(self, args, kwargs) -> tuple[tuple, dict]:
         """The full call: the lowered static values put back among `args` and `kwargs`."""
@@ -524,6 +608,84 @@ class Compiled:
 
     def as_text(self) -> str:
         return self.executable.as_text()
+
+
+# --------------------------------------------------------------------------- the call path
+
+
+def jit_call(f: JitFunction, args: tuple, kwargs: dict):
+    """minijit's own call path of the jitted function `f` at the top level: the build
+    track's chapter 04 piece `jit_call` (`minijit.build`), written with `f`'s steps.
+
+    The call's key (`split`, `key`); `lookup`; on a miss the AOT stages (`trace_call`,
+    `.lower()`, `.compile()`) and `store`; then `execute` and `wrap_outputs`. Invariants:
+    one trace per miss and none on a hit; an entry is stored only complete, under the key it
+    is looked up by (a failed trace or compile stores nothing); threads that miss on one key
+    at once compile it once; a call of plain arrays then takes `__call__`'s fast path."""
+    build.guard("jit_call")  # fails when a learner's piece hands its work to this one
+    call = f.split(args, kwargs)
+    key = f.key(call)
+    entry = f.lookup(key)
+    if entry is None:
+        with f._cache.lock:  # another thread may have compiled it while we waited
+            entry = f.lookup(key)
+            if entry is None:
+                entry = f.store(key, f._compile(call))
+            f._fill_fast_path(args, kwargs, key, entry)
+    return entry.wrap_outputs(f.execute(entry, call))
+
+
+def _check_jit_call(result, f, args, kwargs) -> str | None:
+    if any(not isinstance(leaf, Array) for leaf in tree_leaves(result)):
+        return ("returned NumPy arrays, not the function's result: return "
+                "entry.wrap_outputs(outs), which puts the flat outputs of f.execute(entry, "
+                "call) back in the function's output tree as minijit Arrays (weak types kept)")
+    return None
+
+
+def _described(result) -> tuple:
+    """A call's result as plain data: its tree, and each leaf's kind, type and values."""
+    leaves = tree_leaves(result)
+    return (str(tree_structure(result)),
+            [(type(x).__name__, np.asarray(x).dtype.name, np.shape(x),
+              bool(getattr(x, "weak_type", False)), np.asarray(x).tolist()) for x in leaves])
+
+
+def _selftest_jit_call(candidate) -> str | None:
+    """Six calls of a fresh jitted function (static `n`; a dict of a tuple out, or one
+    array): hits, misses on a dtype, a static value and a strong scalar. Each result, the
+    trace count and the number of entries must be minijit's."""
+    def fresh() -> JitFunction:
+        def program(x, n, scale):
+            y = x * n + scale
+            return {"y": y, "pair": (y * 2.0, scale)} if n > 1 else y
+
+        return JitFunction(program, static_argnums=1, backend="interpreter")
+
+    x = np.arange(3.0)
+    calls = [(x, 2, 1.0), (x + 1.0, 2, 3.0), (x.astype(np.float32), 2, 1.0), (x, 1, 1.0),
+             (x, 1, 2.0), (x, 2, np.float64(1.0))]
+    mine, own = fresh(), fresh()
+    for k, args in enumerate(calls, 1):
+        want = _described(build.trial(jit_call, own, args, {}))
+        got = _described(candidate(mine, args, {}))
+        if got != want:
+            return f"returned {got} for call {k} of {calls}, where minijit returns {want}"
+        if mine.trace_count != own.trace_count:
+            more = mine.trace_count > own.trace_count
+            return (f"traced {mine.trace_count} times in the first {k} calls, where minijit "
+                    f"traces {own.trace_count}: " + (
+                        "trace only on a miss, and store each entry under the key the next "
+                        "call looks it up by" if more else "trace and compile on every miss"))
+        if mine._cache_size() != own._cache_size():
+            return (f"left {mine._cache_size()} cache entries after {k} calls, where minijit "
+                    f"stores {own._cache_size()}: store one entry per miss (f.store)")
+    return None
+
+
+build.register("jit_call", jit_call, chapter="04_jit_and_the_cache",
+               signature="jit_call(f, args, kwargs) -> the function's result",
+               check=_check_jit_call, selftest=_selftest_jit_call)
 
 
 @errors.api_boundary
@@ -572,14 +734,19 @@ def _fast_key(args) -> tuple | None:
     return key
 
 
-def _wrong_hit(fun_name: str, split: SplitArgs, made_by: SplitArgs):
-    """A learner's `cache_key` gave this call the key of an entry traced for other
-    arguments: running it could give a wrong answer, so it is a PieceError instead."""
-    raise build.PieceError("cache_key", build._message("cache_key", (
-        f"gave a call of `{fun_name}` the key of a program traced for other arguments, so "
-        f"running it could compute the wrong thing:\n    "
-        + "\n    ".join(differences(split, made_by))
-        + "\n  calls that trace different programs need different keys")))
+def _wrong_hit(piece: str, fun_name: str, split: SplitArgs, made_by: SplitArgs):
+    """A learner's `cache_key` gave this call the key of an entry traced for other arguments,
+    or a learner's `jit_call` ran such an entry: running it could give a wrong answer, so it
+    is a PieceError instead."""
+    what, fix = (("gave a call of `{}` the key of a program traced for other arguments",
+                  "calls that trace different programs need different keys")
+                 if piece == "cache_key" else
+                 ("ran, for a call of `{}`, a program traced for other arguments",
+                  "look each call up by f.key(call), and store each entry under the key its "
+                  "call was looked up by"))
+    raise build.PieceError(piece, build._message(piece, (
+        what.format(fun_name) + ", so running it could compute the wrong thing:\n    "
+        + "\n    ".join(differences(split, made_by)) + f"\n  {fix}")))
 
 
 def _as_arrays(tree):

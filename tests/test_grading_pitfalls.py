@@ -40,6 +40,9 @@ NOTEBOOKS = {
     "ex03_pp_jaxpr": "03_the_ir.ipynb",
     "ex04_cache_key": "04_jit_and_the_cache.ipynb",
     "ex05_closure_convert": "05_control_flow.ipynb",
+    "ex04_jit_call": "04_jit_and_the_cache.ipynb",
+    "ex05_while_impl": "05_control_flow.ipynb",
+    "ex05_stage_cond": "05_control_flow.ipynb",
     "ex06_disable_jit": "06_side_effects_and_debugging.ipynb",
     "ex07_dce": "07_cleanup_passes.ipynb",
     "ex07_fold": "07_cleanup_passes.ipynb",
@@ -120,6 +123,8 @@ def _softplus(what: str, caught_by: str, expression: str) -> Wrong:
 
 
 _SWITCH_IN = "build.use switches it in: minijit's small example for "
+_FIVE_CALLS = "one signature, five calls"
+_JOINED = "captures joined in JAX's order"
 _SOFTMAX = "mnp.exp(scaled - mnp.max(scaled))"
 _F64_SOFTPLUS = "float64: softplus(2x + b), b broadcast along the rows"
 _F32_SOFTPLUS = "float32: a row sum of softplus, and softplus of the maximum (rank 0)"
@@ -261,6 +266,29 @@ WRONG = [
     _key("the key's hash (static values without their type)",
          "a static argument's value and type",
          "hash((treedef, tuple(leaf_avals), tuple(static_values)))"),
+    _key("static values without where (by position or by keyword)",
+         "one static argument, by position and by keyword",
+         "(treedef, tuple(leaf_avals), tuple((v, type(v)) for w, v in static_values))"),
+    # ex04_jit_call: look up by the key, trace on a miss only, store under that key, return
+    # the function's tree
+    Wrong("ex04_jit_call", "the compiled program run, never stored", _FIVE_CALLS,
+          _pp("        entry = f.store(key, compiled)\n",
+              "        return compiled(*args, **kwargs)\n")),
+    Wrong("ex04_jit_call", "stored under a key made after tracing", _FIVE_CALLS,
+          _pp("f.store(key, compiled)", "f.store((key, compiled.lowered.traced.out_tree), "
+              "compiled)")),
+    Wrong("ex04_jit_call", "traced and compiled on a hit too", _FIVE_CALLS,
+          cell="def jit_call(f, args, kwargs):\n    call = f.split(args, kwargs)\n"
+               "    key = f.key(call)\n"
+               "    compiled = f.trace_call(call).lower().compile()\n"
+               "    entry = f.lookup(key)\n    if entry is None:\n"
+               "        entry = f.store(key, compiled)\n"
+               "    return entry.wrap_outputs(f.execute(entry, call))\n"),
+    Wrong("ex04_jit_call", "the flat outputs returned, without the tree",
+          "outputs in a pytree", _pp("return entry.wrap_outputs(outs)", "return outs")),
+    Wrong("ex04_jit_call", "the entry looked up by the call's own key, not f.key",
+          "build.use switches it in: minijit's small example for jit_call",
+          _pp("key = f.key(call)", "key = (call.in_tree, tuple(call.leaf_avals))")),
     # ex05_closure_convert: match captured values by capture_key, one leading invar per
     # entry of all_consts, no constvars left
     _convert("captured values matched by identity", "program cond_in_while",
@@ -286,6 +314,36 @@ WRONG = [
              "    leading = tuple(mine.get(capture_key(c)) or Var(get_aval(c))\n"
              "                    for c in all_consts)\n"
              "    return Jaxpr((), jaxpr.invars + leading, jaxpr.eqns, jaxpr.outvars)\n"),
+    # ex05_while_impl: cond's consts, then the body's, then the carry; the carry, a list
+    Wrong("ex05_while_impl", "the body's captured values taken first",
+          "eval_jaxpr of limit_and_step",
+          (("cond_consts = args[:cond_nconsts]",
+            "cond_consts = args[body_nconsts:cond_nconsts + body_nconsts]"),
+           ("body_consts = args[cond_nconsts:cond_nconsts + body_nconsts]",
+            "body_consts = args[:body_nconsts]"))),
+    Wrong("ex05_while_impl", "the carry's first value returned alone",
+          "called directly: halve 10.0 until <= 1", _pp("    return carry\n",
+                                                        "    return carry[0]\n")),
+    # ex05_stage_cond: trace and join in order, by capture_key; compare trees and strong
+    # types; bind in index order; return the tree
+    Wrong("ex05_stage_cond", "branches traced and joined in index order", _JOINED,
+          (("for k in order}", "for k in range(len(branches))}"),
+           ("    for k in order:\n", "    for k in range(len(branches)):\n"))),
+    Wrong("ex05_stage_cond", "branches bound in trace order", _JOINED,
+          _pp("                   for k in range(len(branches)))",
+              "                   for k in order)")),
+    Wrong("ex05_stage_cond", "captured values joined by identity", "program cond_in_while",
+          (("            if capture_key(c) not in seen:\n"
+            "                seen.add(capture_key(c))\n",
+            "            if not any(c is d for d in all_consts):\n"),)),
+    Wrong("ex05_stage_cond", "structures not compared",
+          "branches that return (v, v) and [v, v]",
+          _pp("        if tree != first_tree:\n", "        if False:\n")),
+    Wrong("ex05_stage_cond", "weak types compared",
+          "a Python float and an array agree (weak types)",
+          _pp("a.strip_weak_type() != b.strip_weak_type()", "a != b")),
+    Wrong("ex05_stage_cond", "the flat outputs returned", "pytree operands and results",
+          _pp("return tree_unflatten(first_tree, outs)", "return outs")),
     # ex01_break_even: the first n whose jitted total is *not larger*, n >= 1, None when the
     # jitted call is no faster
     Wrong("ex01_break_even", "a strictly smaller total asked for", "equal totals at 2 calls: "

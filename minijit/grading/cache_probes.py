@@ -1,5 +1,5 @@
-"""What the probe of chapter 04's build-track exercise (ex04_cache_key) runs: call sequences
-through `mj.jit` with a learner's `cache_key` switched in.
+"""What the probes of chapter 04's build-track exercises run: call sequences through `mj.jit`
+with a learner's `cache_key` (ex04_cache_key) or `jit_call` (ex04_jit_call) switched in.
 
 A probe runs in the learner's kernel and imports this at run time, so it lives in a module
 that ships with every copy of minijit, the student release included; it holds the graded
@@ -74,6 +74,14 @@ def _named(p):
     return p["u"] * 2.0 + p["v"] if "u" in p else p["r"] - p["s"]
 
 
+def _shaped(x, kind):
+    if kind == "one":
+        return x * 2.0
+    if kind == "pair":
+        return x + 1.0, x.sum()
+    return {"a": x, "b": (x * 2.0, 1.0), "c": None}
+
+
 def _scenarios():
     x3, x4 = np.arange(1.0, 4.0), np.arange(1.0, 5.0)
     w, b = np.full(3, 2.0), np.ones(3)
@@ -93,6 +101,10 @@ def _scenarios():
         "a static argument's value and type": (_power, {"static_argnums": 1}, [
             ((x3, 2), {}), ((x3, 3), {}), ((x3, 2), {}), ((x3, 2.0), {}), ((x3, True), {}),
             ((x3, 1), {}), ((x4, 3), {}), ((x3, 3), {})]),
+        # f(x, 2) and f(x, n=2) are two entries, as in JAX: `where` is in the key
+        "one static argument, by position and by keyword": (_power, {"static_argnums": 1}, [
+            ((x3, 2), {}), ((x3,), {"n": 2}), ((x3, 2), {}), ((x3,), {"n": 3}),
+            ((x3, 3), {})]),
         "static by position and by keyword": (_settings, {"static_argnums": 1,
                                                            "static_argnames": "mode"}, [
             ((x4, 2), {"mode": "sum"}), ((x4, 2), {"mode": "max"}),
@@ -108,6 +120,14 @@ def _scenarios():
         "dict keys with equal leaves": (_named, {}, [
             (({"u": x3, "v": b},), {}), (({"r": x3, "s": b},), {}),
             (({"u": b, "v": x3},), {}), (({"r": b, "s": x3},), {})]),
+        # for jit_call: a hit never traces, whatever changes in the values
+        "one signature, five calls": (_scale, {}, [
+            ((x3 * k, 0.5 * k), {}) for k in range(1, 6)]),
+        "outputs in a pytree": (_shaped, {"static_argnums": 1}, [
+            ((x3, "one"), {}), ((x3, "pair"), {}), ((x3, "dict"), {}), ((x4, "dict"), {}),
+            ((x3 + 1.0, "pair"), {}), ((2.0, "one"), {})]),
+        "donated arguments": (_scale, {"donate_argnums": 0}, [
+            ((x3.copy(), 2.0), {}), ((x3.copy(), 3.0), {}), ((x4.copy(), 2.0), {})]),
     }
 
 
@@ -124,15 +144,15 @@ def _fresh(fun):
     return copy
 
 
-def run_with_key(cache_key, scenario: str) -> dict:
-    """Run the call sequence `scenario` (a name of SCENARIOS or of the graded catalogue)
-    through `mj.jit` with `cache_key` as minijit's piece: each call's outputs and their
-    dtypes, and how many times the function traced."""
+def _run(piece: str, fn, scenario: str) -> tuple[dict, list]:
+    """The call sequence `scenario` (a name of SCENARIOS or of the graded catalogue) through
+    `mj.jit` with `fn` as minijit's piece `piece`: each call's outputs and their dtypes, how
+    many times the function traced and how many entries its cache holds; and the results."""
     import minijit as mj
     from minijit.tree_util import tree_leaves
 
-    values, dtypes = [], []
-    with np.errstate(all="ignore"), only_piece("cache_key", cache_key):
+    values, dtypes, results = [], [], []
+    with np.errstate(all="ignore"), only_piece(piece, fn):
         if scenario in SCENARIOS:
             fun, options, calls = _scenarios()[scenario]
             fun = _fresh(fun)
@@ -140,8 +160,31 @@ def run_with_key(cache_key, scenario: str) -> dict:
             fun, options, calls = _catalogue(scenario)
         jitted = mj.jit(fun, backend="interpreter", **options)
         for args, kwargs in calls:
-            outs = [np.asarray(v) for v in tree_leaves(jitted(*args, **kwargs))]
+            results.append(jitted(*args, **kwargs))
+            outs = [np.asarray(v) for v in tree_leaves(results[-1])]
             values.append(outs)
             dtypes.append([str(v.dtype) for v in outs])
-        trace_count = jitted.trace_count
-    return {"values": values, "dtypes": dtypes, "traces": trace_count}
+        report = {"values": values, "dtypes": dtypes, "traces": jitted.trace_count,
+                  "entries": jitted._cache_size()}
+    return report, results
+
+
+def run_with_key(cache_key, scenario: str) -> dict:
+    """`scenario` run with `cache_key` as minijit's piece: each call's outputs and their
+    dtypes, and how many times the function traced."""
+    report, _ = _run("cache_key", cache_key, scenario)
+    return {k: report[k] for k in ("values", "dtypes", "traces")}
+
+
+def run_with_call(jit_call, scenario: str) -> dict:
+    """`scenario` run with `jit_call` as minijit's piece: what `run_with_key` reports, how
+    many entries the cache holds, and each result's tree and the kind of its leaves (a
+    minijit Array, weakly typed or not, or a plain NumPy array)."""
+    from minijit.array import Array
+    from minijit.tree_util import tree_leaves, tree_structure
+
+    report, results = _run("jit_call", jit_call, scenario)
+    report["trees"] = [str(tree_structure(r)) for r in results]
+    report["kinds"] = [[("weak Array" if x.weak_type else "Array") if isinstance(x, Array)
+                        else type(x).__name__ for x in tree_leaves(r)] for r in results]
+    return report

@@ -20,6 +20,17 @@
   values, their dtypes and the trace count must be minijit's. A key that is too fine traces
   too often; one that is too coarse finds an entry traced for other arguments, which minijit
   refuses with a ``PieceError`` (it never runs it), as it refuses an unhashable key.
+- ``ex04_jit_call`` (build): ``jit_call(f, args, kwargs) -> the result``, minijit's piece
+  ``jit_call``, the call path of every top-level ``mj.jit`` call, written with the steps
+  ``minijit/jit.py`` gives it (``f.split``, ``f.key``, ``f.lookup``, on a miss
+  ``f.trace_call(call).lower().compile()`` and ``f.store``, then ``f.execute`` and
+  ``entry.wrap_outputs``). Each case is a call sequence of ``minijit.grading.cache_probes``
+  or a catalogue program, run with the learner's piece switched in: the values, their dtypes,
+  each result's tree and the kind of its leaves (minijit Arrays, weak or not), the trace
+  count and the number of cache entries must be minijit's. A piece that never stores, stores
+  under another key than the one it looks up, or traces on a hit traces too often; one that
+  returns the flat outputs returns the wrong tree (and plain NumPy arrays, which minijit
+  refuses with a ``PieceError`` naming the fix).
 """
 
 from __future__ import annotations
@@ -120,6 +131,52 @@ def _reference_cache_key():
     return {"cache_key": cache_key}
 
 
+# ------------------------------------------------------------------------ ex04_jit_call
+
+
+def probe_jit_call(ns, scenario):
+    from minijit.build import PieceError
+    from minijit.grading.cache_probes import run_with_call
+
+    try:
+        return run_with_call(get(ns, "jit_call"), scenario)
+    except PieceError as e:
+        if isinstance(e.__cause__, NotImplementedError):  # the untouched stub
+            raise e.__cause__ from None
+        raise
+
+
+def _reference_jit_call():
+    def jit_call(f, args, kwargs):
+        call = f.split(args, kwargs)
+        key = f.key(call)
+        entry = f.lookup(key)
+        if entry is None:
+            compiled = f.trace_call(call).lower().compile()
+            entry = f.store(key, compiled)
+        outs = f.execute(entry, call)
+        return entry.wrap_outputs(outs)
+
+    return {"jit_call": jit_call}
+
+
+_JIT_CALL_PUBLIC = ("one signature, five calls", "outputs in a pytree",
+                    "a static argument's value and type", "weak and strong scalars")
+
+
+def _jit_call_cases(names, probe=None) -> tuple[Case, ...]:
+    return tuple(Case(name if " " in name else f"program {name}", (name,), probe=probe)
+                 for name in names)
+
+
+def _jit_call_hidden() -> tuple[Case, ...]:
+    from minijit.grading.cache_probes import SCENARIOS
+    from minijit.grading.programs import PROGRAMS
+
+    return _jit_call_cases([n for n in SCENARIOS if n not in _JIT_CALL_PUBLIC]
+                           + [n for n in PROGRAMS if n != "mul_two_args"], probe_jit_call)
+
+
 def _cache_key_cases(names) -> tuple[Case, ...]:
     return tuple(Case(name if " " in name else f"program {name}", (name,)) for name in names)
 
@@ -129,7 +186,8 @@ def _cache_key_hidden() -> tuple[Case, ...]:
 
     return _cache_key_cases(
         ["shapes and dtypes", "static by position and by keyword", "the pytree's structure",
-         "dict keys with equal leaves"] + [n for n in PROGRAMS if n != "mul_two_args"])
+         "dict keys with equal leaves"]
+        + [n for n in PROGRAMS if n != "mul_two_args"])
 
 
 EXERCISES = [
@@ -205,7 +263,8 @@ EXERCISES = [
         hint=Hint(
             pitfall=("Two calls may share a compiled program exactly when everything that "
                      "changes the trace is equal: the structure, each leaf's shape, dtype and "
-                     "weak type, and each static value. 1, 1.0 and True are equal (and hash "
+                     "weak type, and each static value with where it was passed (f(x, 2) and "
+                     "f(x, n=2) get an entry each). 1, 1.0 and True are equal (and hash "
                      "alike) in Python, yet trace different programs; and a key goes into a "
                      "dict, so it must be hashable."),
             code=("Return a tuple: (treedef, tuple(leaf_avals), a tuple of (where, value, "
@@ -216,6 +275,8 @@ EXERCISES = [
                                    "and type", "a dict's key order", "mul_two_args"]),
                 # a key without the treedef: (a, b) and [a, b] trace different programs
                 *_cache_key_cases(["the pytree's structure"]),
+                # a key without `where`: f(x, 2) and f(x, n=2) split alike but for it
+                *_cache_key_cases(["one static argument, by position and by keyword"]),
                 switch_in_case("ex04_cache_key")),
         hidden=_cache_key_hidden(),
         error_hints={
@@ -223,6 +284,31 @@ EXERCISES = [
                 "minijit refused your key: it is not hashable, or it gave a call the key of "
                 "a program traced for other arguments (the message lists what differs: "
                 "that part must be in the key)."),
+        },
+    ),    Exercise(
+        id="ex04_jit_call", points=3, title="minijit's call path, jit_call",
+        chapter="04_jit_and_the_cache", section="6. Ahead of time: `trace`, `lower`, `compile`",
+        hint=Hint(
+            pitfall=("Look the call up by its key, and on a miss only trace, lower, compile "
+                     "and store it under that same key: an entry never stored, or stored "
+                     "under another key, makes every call trace again, and so does tracing "
+                     "before the lookup. Return the function's result: execute gives the "
+                     "outputs flat, as NumPy arrays."),
+            code=("call = f.split(args, kwargs); key = f.key(call); entry = f.lookup(key); "
+                  "if it is None: compiled = f.trace_call(call).lower().compile() and "
+                  "entry = f.store(key, compiled); then return "
+                  "entry.wrap_outputs(f.execute(entry, call)).")),
+        probe=probe_jit_call, reference=_reference_jit_call,
+        public=(*_jit_call_cases(_JIT_CALL_PUBLIC), switch_in_case("ex04_jit_call")),
+        hidden=_jit_call_hidden(),
+        error_hints={
+            "PieceError": Hint(
+                "minijit refused what your jit_call did (the message says what): it returned "
+                "plain NumPy arrays (return entry.wrap_outputs(outs)), ran an entry traced for "
+                "other arguments (look the call up by f.key(call)), or raised."),
+            "TypeError": Hint(
+                "f.store(key, compiled) takes what f.trace_call(call).lower().compile() "
+                "returns, and f.execute(entry, call) the entry f.lookup or f.store gave you."),
         },
     ),
 ]

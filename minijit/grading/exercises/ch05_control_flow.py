@@ -6,11 +6,12 @@
   the loop count included, is traced), compare the values on hidden inputs, and walk the
   jaxpr from ``mj.make_jaxpr``, sub-jaxprs included, for the staged primitives.
 - ``ex05_while_impl`` (build): ``my_while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts,
-  body_nconsts)``, the ``eval_jaxpr`` rule of the ``while`` primitive. One probe calls it
-  directly on an equation's operands; the other installs it in ``minijit.core.impl_rules``
-  for the duration of one ``mj.eval_jaxpr`` run of a traced program (nested loops, loops in
-  branches, captured constants, tuple carries) and restores the real rule in a ``finally``.
-  The expected values are the real rule's.
+  body_nconsts)``, the impl rule of the ``while`` primitive, minijit's piece ``while_impl``
+  (an eager ``while_loop`` and every ``while`` equation ``eval_jaxpr`` runs). One probe calls
+  it directly on an equation's operands; the other switches it in (``build.use``, every
+  other piece minijit's own) for one ``mj.eval_jaxpr`` run of a traced program (nested
+  loops, loops in branches, captured constants, tuple carries) and counts its calls. The
+  expected values are minijit's own rule's.
 - ``ex05_closure_convert`` (build): ``closure_convert(jaxpr, consts, all_consts)``, which
   turns a traced body into a closed sub-jaxpr whose captured values are leading invars
   (``minijit.lax.control_flow``). Each case is one control-flow program of
@@ -19,6 +20,15 @@
   in (``build.use``): eagerly, through ``jit`` on the interpreter and on Numba; the outputs
   must equal minijit's own. A wrong result never gets as far as running: minijit checks each
   sub-jaxpr the piece returns and raises a ``PieceError`` that says what is wrong.
+- ``ex05_stage_cond`` (build): ``stage_cond(index, branches, operands, order)``, minijit's
+  piece that stages every ``lax.cond`` and ``lax.switch``: trace each branch in ``order``,
+  check that they return the same structure and types (weak types aside), join what they
+  captured (``capture_key``, in ``order``), closure-convert each branch, bind ``cond``,
+  return the outputs in the branches' tree. Named programs (captures joined in JAX's order,
+  disagreeing structures, weak and strong results, pytrees) and the programs of
+  ``CONTROL_FLOW`` that hold a ``cond``, run with the learner's piece switched in: the jaxpr
+  (minijit's own printer), the order the branches were traced in, and the values eagerly
+  and under ``jit``; a program whose branches disagree must raise JAX's ``TypeError``.
 """
 
 from __future__ import annotations
@@ -124,9 +134,11 @@ def _reference_cond_loop():
 
 
 def probe_while_direct(ns, x, limit):
-    """Call the learner's rule the way eval_jaxpr does, on one `while` equation."""
+    """Call the learner's rule the way eval_jaxpr does, on one `while` equation (through
+    minijit's piece `while_impl`, with the learner's switched in)."""
     import minijit as mj
     from minijit import lax
+    from minijit.grading.cache_probes import only_piece
     from minijit.ir import Lit
     from minijit.lax.control_flow import loops
 
@@ -140,9 +152,10 @@ def probe_while_direct(ns, x, limit):
     operands = [np.asarray(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
                 for a in eqn.invars]
     rule = get(ns, "my_while_impl")
-    if rule is loops._while_impl:
+    if rule in (loops._while_impl, loops.reference_while_impl):
         raise TypeError("my_while_impl must be your own function, not minijit's rule")
-    outs = rule(*operands, **eqn.params)
+    with only_piece("while_impl", rule):  # called as minijit calls its piece
+        outs = loops._while_impl(*operands, **eqn.params)
     if type(outs) not in (list, tuple):
         raise TypeError(f"the rule must return a list of arrays, got {type(outs).__name__}")
     return [np.asarray(o) for o in outs]
@@ -154,6 +167,7 @@ def probe_while_in_eval(ns, program):
     import minijit.numpy as mnp
     from minijit import lax
     from minijit.core import impl_rules
+    from minijit.grading.cache_probes import only_piece
     from minijit.lax.control_flow import loops, while_p
 
     def countdown(n):  # a tuple carry, no captured values
@@ -237,7 +251,7 @@ def probe_while_in_eval(ns, program):
         "captured_array": (captured_array, (np.zeros(3),)),
     }
     rule = get(ns, "my_while_impl")
-    if rule is impl_rules[while_p] or rule is loops._while_impl:
+    if rule in (impl_rules[while_p], loops._while_impl, loops.reference_while_impl):
         raise TypeError("my_while_impl must be your own function, not minijit's rule")
     calls = []
 
@@ -245,21 +259,14 @@ def probe_while_in_eval(ns, program):
         calls.append(1)
         return rule(*args, **params)
 
-    real = impl_rules[while_p]
     if program == "eager":
-        impl_rules[while_p] = counted
-        try:
+        with only_piece("while_impl", counted):
             outs = eager(np.float64(1.5))
-        finally:
-            impl_rules[while_p] = real
     else:
         fn, args = programs[program]
-        closed = mj.make_jaxpr(fn)(*args)  # traced with the real rules in place
-        impl_rules[while_p] = counted
-        try:
+        closed = mj.make_jaxpr(fn)(*args)  # traced with minijit's own pieces
+        with only_piece("while_impl", counted):
             outs = mj.eval_jaxpr(closed.jaxpr, closed.consts, *args)
-        finally:
-            impl_rules[while_p] = real
     return {"outputs": [np.asarray(o) for o in outs], "rule_calls": len(calls)}
 
 
@@ -358,6 +365,7 @@ EXERCISES = [
             _program("countdown"),
             _program("limit_and_step"),
             _program("sqrt_newton"),
+            switch_in_case("ex05_while_impl"),
         ),
         hidden=(
             Case("called directly: no iteration", (0.5, 1.0), probe=probe_while_direct),
@@ -374,6 +382,10 @@ EXERCISES = [
             _program("eager"),
         ),
         error_hints={
+            "PieceError": (
+                "minijit ran your rule as its piece while_impl and it raised, or returned "
+                "something that is not the final carry (the message says what): a list with "
+                "one array per carry value, of the carry's types."),
             "EvalError": (
                 "eval_jaxpr failed inside a while equation (the message names the error). "
                 "Check the split: args = cond consts, body consts, carry; pass () as the "
@@ -465,6 +477,173 @@ EXERCISES += [
                          "constvars, one leading invar per entry of all_consts, in order, "
                          "standing for that outer value, then the body's own invars, and the "
                          "body's equations unchanged.")),
+        },
+    ),
+]
+
+
+# ------------------------------------------------------------------------ ex05_stage_cond
+
+
+def probe_cond_staging(ns, scenario):
+    """A named cond program staged with the learner's `stage_cond` (every other piece
+    minijit's own): its jaxpr (minijit's own printer), the order its branches were traced in,
+    and each call's values eagerly and under jit; or the class of the error it raised."""
+    import minijit as mj
+    from minijit import lax
+    from minijit.array import wrap
+    from minijit.build import PieceError
+    from minijit.grading.cache_probes import only_piece
+    from minijit.ir import reference_pp_jaxpr
+    from minijit.tree_util import tree_leaves, tree_structure
+
+    log = []
+
+    def loud(name, fn):  # a branch that says when it is traced
+        def branch(*args):
+            log.append(name)
+            return fn(*args)
+        return branch
+
+    x, y = np.array([1.0, -2.0, 0.5]), np.array([0.25, 2.0, -1.0])
+    if scenario == "captures joined in JAX's order":  # true_fun captures x; false_fun y, x
+
+        def fun(x, y, flag):
+            return lax.cond(flag, loud("true_fun", lambda v: v * x),
+                            loud("false_fun", lambda v: v - y * x), x + 1.0)
+        calls = [(x, y, True), (x, y, False)]
+    elif scenario == "branches that return (v, v) and [v, v]":
+        def fun(x, flag):
+            return lax.cond(flag, lambda v: (v, v), lambda v: [v, v], x)
+        calls = [(x, True)]
+    elif scenario == "a Python float and an array agree (weak types)":
+        def fun(s, flag):
+            return lax.cond(flag, lambda v: 1.0, lambda v: v * 2.0, s)
+        calls = [(np.float64(3.0), True), (np.float64(3.0), False)]
+    elif scenario == "pytree operands and results":
+        def fun(x, y, flag):
+            return lax.cond(flag, lambda p, q: {"s": p["a"] + q, "t": (q, 2.0)},
+                            lambda p, q: {"s": p["a"] * q, "t": (q * y, 0.5)}, {"a": x}, y)
+        calls = [(x, y, True), (x, y, False)]
+    else:  # "switch of three branches", the index clamped
+        def fun(i, x, y):
+            return lax.switch(i, [loud("0", lambda v: v * y), loud("1", lambda v: v + x),
+                                  loud("2", lambda v: -v)], x)
+        calls = [(0, x, y), (1, x, y), (2, x, y), (7, x, y), (-1, x, y)]
+
+    def run(call):
+        eager = fun(*[wrap(a) if isinstance(a, np.ndarray) else a for a in call])
+        jitted = mj.jit(fun, backend="interpreter")(*call)
+        return {"tree": str(tree_structure(jitted)),
+                "eager": [np.asarray(v) for v in tree_leaves(eager)],
+                "jit": [np.asarray(v) for v in tree_leaves(jitted)]}
+
+    stage = get(ns, "stage_cond")
+    with only_piece("stage_cond", stage), np.errstate(all="ignore"):
+        try:
+            # a cond whose branches agree first: an unfinished piece fails here, not by
+            # raising where the program must raise
+            lax.cond(True, lambda v: v + 1.0, lambda v: v * 3.0, wrap(x))
+            text = reference_pp_jaxpr(mj.make_jaxpr(fun)(*calls[0]).jaxpr)
+            traced_in = list(log)
+            results = [run(call) for call in calls]
+        except PieceError as e:
+            if isinstance(e.__cause__, NotImplementedError):  # the untouched stub
+                raise e.__cause__ from None
+            raise
+        except TypeError as e:
+            return {"raises": type(e).__name__}
+    return {"jaxpr": text, "traced in": traced_in, "calls": results}
+
+
+def probe_cond_program(ns, name, seed):
+    """A program of CONTROL_FLOW, with the learner's `stage_cond` switched in: the values
+    eagerly and under jit (interpreter), as `probe_closure_program` runs them."""
+    import minijit as mj
+    from minijit.array import wrap
+    from minijit.build import PieceError
+    from minijit.grading.cache_probes import only_piece
+    from minijit.grading.programs import CONTROL_FLOW, make_args
+    from minijit.tree_util import tree_leaves
+
+    fun = CONTROL_FLOW[name][0]
+    args = make_args(name, seed)
+    eager_args = [wrap(a) if isinstance(a, np.ndarray) else a for a in args]
+    with only_piece("stage_cond", get(ns, "stage_cond")), np.errstate(all="ignore"):
+        try:
+            outs = {"eager": tree_leaves(fun(*eager_args)),
+                    "jit": tree_leaves(mj.jit(fun, backend="interpreter")(*args))}
+        except PieceError as e:
+            if isinstance(e.__cause__, NotImplementedError):  # the untouched stub
+                raise e.__cause__ from None
+            raise
+    return {how: [np.asarray(x) for x in leaves] for how, leaves in outs.items()}
+
+
+def _reference_stage_cond():
+    from minijit.core import bind
+    from minijit.lax.control_flow import capture_key, closure_convert, cond_p, trace_branch
+    from minijit.tree_util import tree_leaves, tree_unflatten
+
+    def stage_cond(index, branches, operands, order):
+        traced = {k: trace_branch(branches[k], operands) for k in order}
+        first_jaxpr, _, first_tree = traced[order[0]]
+        for k in order[1:]:
+            jaxpr, _, tree = traced[k]
+            if tree != first_tree:
+                raise TypeError(f"the branches return {first_tree} and {tree}")
+            for a, b in zip(first_jaxpr.out_avals, jaxpr.out_avals):
+                if a.strip_weak_type() != b.strip_weak_type():
+                    raise TypeError(f"the branches return {a} and {b}")
+        all_consts, seen = [], set()
+        for k in order:
+            for c in traced[k][1]:
+                if capture_key(c) not in seen:
+                    seen.add(capture_key(c))
+                    all_consts.append(c)
+        closed = tuple(closure_convert(traced[k][0], traced[k][1], all_consts)
+                       for k in range(len(branches)))
+        outs = bind(cond_p, index, *all_consts, *tree_leaves(operands), branches=closed)
+        return tree_unflatten(first_tree, outs)
+
+    return {"stage_cond": stage_cond}
+
+
+_COND_PUBLIC = ("captures joined in JAX's order", "branches that return (v, v) and [v, v]",
+                "a Python float and an array agree (weak types)", "pytree operands and results")
+_COND_PROGRAMS = ("cond", "switch", "cond_in_loop", "cond_captures_array",
+                  "cond_captures_tracers", "switch_captures", "cond_in_while", "nested_loops")
+
+
+EXERCISES += [
+    Exercise(
+        id="ex05_stage_cond", points=3, title="Staging lax.cond, stage_cond",
+        chapter="05_control_flow", section="4. Loops: `lax.while_loop` and `lax.fori_loop`",
+        hint=Hint(
+            pitfall=("Trace the branches in `order` (true_fun first for a cond) and join what "
+                     "they captured in that order, each outer value once by capture_key; "
+                     "compare the branches' out trees and their types without weak types "
+                     "(1.0 and an f64[] array agree), and raise a TypeError if they differ; "
+                     "bind the closed branches in index order (branch 0 is false_fun); "
+                     "return the outputs in the branches' tree."),
+            code=("traced = {k: trace_branch(branches[k], operands) for k in order}; compare "
+                  "each out_tree and a.strip_weak_type() of each jaxpr.out_avals with the "
+                  "first's; all_consts from the consts in order, skipping a capture_key seen "
+                  "before; control_flow.closure_convert(jaxpr, consts, all_consts) for k in "
+                  "range(len(branches)); bind(cond_p, index, *all_consts, "
+                  "*tree_leaves(operands), branches=...); tree_unflatten(first_tree, outs).")),
+        probe=probe_cond_staging,
+        reference=_reference_stage_cond,
+        public=(*(Case(name, (name,)) for name in _COND_PUBLIC),
+                *program_cases(["cond_in_while"], probe=probe_cond_program),
+                switch_in_case("ex05_stage_cond")),
+        hidden=(Case("switch of three branches", ("switch of three branches",)),
+                *program_hidden(_COND_PROGRAMS, ("cond_in_while",), probe=probe_cond_program)),
+        error_hints={
+            "PieceError": Hint(
+                pitfall=("minijit ran your stage_cond and it raised where minijit's own does "
+                         "not (the message says what), or it handed closure_convert an "
+                         "all_consts that holds one outer value twice or lacks one.")),
         },
     ),
 ]

@@ -9,9 +9,11 @@ and code generation all see the sub-Jaxprs as params.
 Three modules, named after JAX's `jax/_src/lax/control_flow/`, each read on its own:
 - `common.py`: staging a callable as a closed sub-jaxpr (closure conversion, a build-track
   piece) and comparing two bodies' types;
-- `conditionals.py`: `cond` and `switch`, one primitive `cond`;
+- `conditionals.py`: `cond` and `switch`, one primitive `cond`, staged by `stage_cond` (a
+  build-track piece);
 - `loops.py`: `while_loop` and `scan` (primitives `while` and `scan`), `fori_loop` (either of
-  them), and `map` and `associative_scan`, built from `scan` and from slicing.
+  them), and `map` and `associative_scan`, built from `scan` and from slicing; the impl rule
+  of `while` is a build-track piece, `while_impl`.
 
 Invariants of every primitive here:
 - a sub-Jaxpr has no constvars: values it captures from outside become leading operands
@@ -26,11 +28,19 @@ from minijit.lax.control_flow.common import (
     closure_convert,
     reference_closure_convert,
 )
-from minijit.lax.control_flow.conditionals import cond, cond_p, switch
+from minijit.lax.control_flow.conditionals import (
+    cond,
+    cond_p,
+    reference_stage_cond,
+    stage_cond,
+    switch,
+    trace_branch,
+)
 from minijit.lax.control_flow.loops import (
     associative_scan,
     fori_loop,
     map,  # noqa: A004 - JAX's name, lax.map
+    reference_while_impl,
     scan,
     scan_p,
     while_loop,
@@ -40,5 +50,6 @@ from minijit.lax.control_flow.loops import (
 CONTROL_FLOW = {cond_p, while_p, scan_p}
 
 __all__ = ["CONTROL_FLOW", "associative_scan", "capture_key", "closure_convert", "cond",
-           "cond_p", "fori_loop", "map", "reference_closure_convert", "scan", "scan_p",
-           "switch", "while_loop", "while_p"]
+           "cond_p", "fori_loop", "map", "reference_closure_convert", "reference_stage_cond",
+           "reference_while_impl", "scan", "scan_p", "stage_cond", "switch", "trace_branch",
+           "while_loop", "while_p"]

@@ -65,7 +65,18 @@ def closure_convert(jaxpr: Jaxpr, consts: Sequence, all_consts: Sequence) -> Jax
     one leading invar per entry of `all_consts`, in that order and of its type, then the
     body's own invars; the leading invar k stands for `all_consts[k]` wherever the body used
     a constvar for that outer value (`capture_key`), so one outer value captured by two
-    branches is one operand; an entry this body never read gets a fresh Var."""
+    branches is one operand; an entry this body never read gets a fresh Var.
+
+    Its caller's part (checked here, for a `stage_cond` of yours): `all_consts` names each
+    outer value once, and every value of `consts` among them."""
+    keys = [capture_key(c) for c in all_consts]
+    if len(set(keys)) != len(keys):
+        raise ValueError("closure_convert: all_consts holds one outer value twice; join the "
+                         "captured values by capture_key(c), each outer value once (two "
+                         "tracers may stand for one value)")
+    if not set(map(capture_key, consts)) <= set(keys):
+        raise ValueError("closure_convert: all_consts lacks a value this body captured; it "
+                         "must hold what every branch captured")
     return build.call("closure_convert", jaxpr, consts, all_consts)
 
 

@@ -2,8 +2,11 @@
 
 Named after JAX's `jax/_src/lax/control_flow/conditionals.py`. Both bind one primitive,
 `cond`, whose first operand is an int32 branch index and whose `branches` param holds one
-closed sub-jaxpr per branch (`common.py`). Invariants: every branch takes the same operands
-and returns the same types (weak types joined); the index is clamped into range, as in JAX.
+closed sub-jaxpr per branch (`common.py`). Staging it is `stage_cond`, the build track's
+second chapter 05 piece (`minijit.build`): trace every branch (`trace_branch`), check that
+they return the same structure and types, join what they captured, closure-convert each
+branch, bind `cond`. Invariants: every branch takes the same operands and returns the same
+types (weak types joined); the index is clamped into range, as in JAX.
 Under `disable_jit`, as in JAX, a concrete predicate or index calls its branch alone, on the
 operands themselves: nothing is traced, so the branches need not agree.
 """
@@ -14,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from minijit import dtypes
+from minijit import build, dtypes
 from minijit.config import config
 from minijit.core import (
     Primitive,
@@ -26,6 +29,7 @@ from minijit.core import (
 )
 from minijit.errors import ConcretizationTypeError, api_boundaries
 from minijit.interpret import eval_jaxpr
+from minijit.ir import Jaxpr, reference_pp_jaxpr
 from minijit.lax import ops as lax
 from minijit.lax.control_flow.common import (
     _avals,
@@ -36,9 +40,12 @@ from minijit.lax.control_flow.common import (
     _trace,
     closure_convert,
 )
+from minijit.tracing import trace_to_jaxpr
 from minijit.tree_util import (
+    PyTreeDef,
     tree_flatten,
     tree_flatten_with_names,
+    tree_leaves,
     tree_unflatten,
 )
 
@@ -65,7 +72,7 @@ def switch(index, branches: Sequence[Callable], *operands):
         index = np.int32(min(max(index, 0), len(branches) - 1))
     else:
         index = lax.clamp(np.int32(0), _as_int32(index), np.int32(len(branches) - 1))
-    return _cond(index, list(branches), operands, "switch")
+    return stage_cond(index, list(branches), operands, tuple(range(len(branches))))
 
 
 def _as_int32(x):
@@ -97,30 +104,103 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
             pred = lax.ne(pred, np.zeros((), aval.dtype)[()])
         index = lax.convert_element_type(pred, np.int32)
     # branch 0 runs when pred is False; JAX traces true_fun first, and joins its consts first
-    return _cond(index, [false_fun, true_fun], operands, "cond",
-                 names=["false_fun", "true_fun"], trace_order=(1, 0))
+    return stage_cond(index, [false_fun, true_fun], operands, (1, 0))
 
 
-def _cond(index, funs: list[Callable], operands, what: str, names=None, trace_order=None):
-    """Trace every branch (in `trace_order`, by default the branches' own), check that they
-    give the same types, join their consts in that order, and bind `cond_p`."""
-    names = names or [f"branches[{i}]" for i in range(len(funs))]
-    order = tuple(trace_order or range(len(funs)))
+def trace_branch(fun: Callable, operands: tuple) -> tuple[Jaxpr, list, PyTreeDef]:
+    """Trace `fun(*operands)` into a jaxpr of its own: `(jaxpr, consts, out_tree)`. What
+    `fun` reads from outside becomes a constvar of `jaxpr`, bound to the value (an array, or a
+    tracer of the trace around) at the same place in `consts`; `out_tree` is the structure
+    of what `fun` returned, whose leaves are `jaxpr`'s outputs."""
     leaves, in_tree = tree_flatten(operands)
-    in_avals = _avals(leaves)
-    arg_names = [f"operand{p}" for p, _ in tree_flatten_with_names(operands)[0]]
-    traced = {k: _trace(funs[k], in_tree, in_avals, arg_names,
-                        getattr(funs[k], "__name__", names[k])) for k in order}
+    names = [f"operand{p}" for p, _ in tree_flatten_with_names(operands)[0]]
+    return _trace(fun, in_tree, _avals(leaves), names, getattr(fun, "__name__", "branch"))
+
+
+def stage_cond(index, branches: Sequence[Callable], operands: tuple, order: tuple[int, ...]):
+    """Stage `branches[index](*operands)` as one `cond` equation and return its outputs, in
+    the tree the branches return; `index` is an int32 scalar, already clamped.
+
+    `order` is the order to trace the branches in, and to join what they captured in: for
+    `cond`, whose `branches` are `(false_fun, true_fun)`, it is `(1, 0)`, since JAX traces
+    `true_fun` first; for `switch` the branches' own. Every staging of `cond` and `switch`
+    comes through here, which runs the build track's piece: `reference_stage_cond` below,
+    or yours after `build.use("stage_cond", ...)`."""
+    return build.call("stage_cond", index, branches, operands, order)
+
+
+def reference_stage_cond(index, branches: Sequence[Callable], operands: tuple,
+                         order: tuple[int, ...]):
+    """minijit's own `stage_cond`."""
+    build.guard("stage_cond")  # fails when a learner's piece hands its work to this one
+    what, names = (("cond", ["false_fun", "true_fun"]) if tuple(order) == (1, 0) else
+                   ("switch", [f"branches[{i}]" for i in range(len(branches))]))
+    traced = {k: trace_branch(branches[k], operands) for k in order}
     first_jaxpr, _, first_tree = traced[order[0]]
-    for k in order[1:]:
+    for k in order[1:]:  # a TypeError, as in JAX, naming the leaf that differs
         jaxpr, _, tree = traced[k]
         _check_same_types(f"lax.{what}", names[order[0]], first_tree, first_jaxpr.out_avals,
                           names[k], tree, jaxpr.out_avals, _leaf_paths(first_tree))
     all_consts = _join_consts(*[traced[k][1] for k in order])
-    branches = tuple(closure_convert(traced[k][0], traced[k][1], all_consts)
-                     for k in range(len(funs)))
-    outs = bind(cond_p, index, *all_consts, *leaves, branches=branches)
+    closed = tuple(closure_convert(traced[k][0], traced[k][1], all_consts)
+                   for k in range(len(branches)))
+    outs = bind(cond_p, index, *all_consts, *tree_leaves(operands), branches=closed)
     return tree_unflatten(first_tree, outs)
+
+
+def _selftest_stage_cond(stage) -> str | None:
+    """Run a candidate where `cond` would: in a loop body, on a dict operand, with branches
+    that capture `x` and `y` from two traces out and return a tuple (the program's text and
+    the order the branches were traced in must be minijit's); eagerly; and on branches whose
+    results differ only in weak type (which agree) or in structure (which must raise)."""
+    f64 = ShapedArray((2,), np.dtype(np.float64))
+
+    def program(stage, log):
+        texts = []
+
+        def outer(x, y):
+            def body(v):
+                def true_fun(o):
+                    log.append("true_fun")
+                    return o["v"] * y, o["w"]
+
+                def false_fun(o):
+                    log.append("false_fun")
+                    return o["v"] - y * x, 1.0
+
+                index = lax.convert_element_type(v[0] < x[0], np.int32)
+                return (stage(index, [false_fun, true_fun], ({"v": v, "w": x[1]},),
+                              (1, 0))[0],)
+
+            texts.append(reference_pp_jaxpr(trace_to_jaxpr(body, [f64], ["v"])[0]))
+            return (x,)
+
+        trace_to_jaxpr(outer, [f64, f64], ["x", "y"])
+        return texts[0], log
+
+    x = np.array([1.0, 2.0])
+    got, want = program(stage, []), program(reference_stage_cond, [])
+    if got != want:
+        return (f"staged, inside a loop body, the program\n{got[0]}\nwith the branches "
+                f"traced in the order {got[1]}, where minijit stages\n{want[0]}\nin the "
+                f"order {want[1]}")
+    eager = [stage(np.int32(k), [lambda o: o * 2.0, lambda o: o + 1.0], (x,), (1, 0))
+             for k in (0, 1)]
+    if not all(np.array_equal(e, w) for e, w in zip(eager, [x * 2.0, x + 1.0])):
+        return f"gave {eager} eagerly for index 0 and 1, where minijit gives {[x * 2, x + 1]}"
+    scalar = np.float64(3.0)
+    stage(np.int32(0), [lambda o: 1.0, lambda o: o], (scalar,), (1, 0))  # weak 1.0 agrees
+    try:
+        stage(np.int32(0), [lambda o: (o, o), lambda o: [o, o]], (x,), (1, 0))
+    except Exception:  # noqa: BLE001 - any error is right here; minijit's own says which
+        return None
+    return ("staged branches that return (x, x) and [x, x] without an error: JAX raises a "
+            "TypeError when the branches' results differ in structure (compare the out trees)")
+
+
+build.register("stage_cond", reference_stage_cond, chapter="05_control_flow",
+               signature="stage_cond(index, branches, operands, order) -> the outputs",
+               selftest=_selftest_stage_cond)
 
 
 def _cond_abstract_eval(index, *args, branches):

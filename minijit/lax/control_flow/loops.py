@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from minijit import dtypes
+from minijit import build, dtypes
 from minijit.array import Array, wrap
 from minijit.config import config
 from minijit.core import (
@@ -55,6 +55,7 @@ from minijit.lax.control_flow.common import (
     _type_str,
     closure_convert,
 )
+from minijit.tracing import trace_to_jaxpr
 from minijit.tree_util import (
     PyTreeDef,
     tree_flatten,
@@ -191,6 +192,17 @@ def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
 
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """The impl rule of `while` (an eager `while_loop`, a `while` equation that `eval_jaxpr`
+    runs): the build track's chapter 05 piece `while_impl`, `reference_while_impl` below
+    or yours after `build.use("while_impl", ...)`. It returns the final carry, a list."""
+    return build.call("while_impl", *args, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
+                      cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
+
+
+def reference_while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """minijit's own `while_impl`: the operands are cond's captured values, the body's, then
+    the carry; the sub-jaxprs have no constvars (closure conversion)."""
+    build.guard("while_impl")  # fails when a learner's piece hands its work to this one
     cond_consts = args[:cond_nconsts]
     body_consts = args[cond_nconsts:cond_nconsts + body_nconsts]
     carry = list(args[cond_nconsts + body_nconsts:])
@@ -199,8 +211,56 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     return carry
 
 
+def _check_while_impl(result, *args, body_jaxpr, **params) -> str | None:
+    """The final carry: a list of arrays of the carry's types."""
+    if type(result) not in (list, tuple):
+        return f"returned a {type(result).__name__}; it must return the final carry as a list"
+    want = body_jaxpr.out_avals
+    if len(result) != len(want):
+        return (f"returned {len(result)} values for a carry of {len(want)}: return the whole "
+                "carry, not cond's output or a part")
+    for k, (value, aval) in enumerate(zip(result, want)):
+        got = np.asarray(value)
+        if got.shape != aval.shape or got.dtype != aval.dtype:
+            return (f"returned carry[{k}] as {got.dtype.name}{list(got.shape)}, where the "
+                    f"carry is {aval.str_short()}")
+    return None
+
+
+def _selftest_while_impl(impl) -> str | None:
+    """Run a candidate on two `while` equations, as `eval_jaxpr` calls it: cond and body
+    capturing a value each, and a tuple carry whose loop never runs."""
+    f64 = ShapedArray((), np.dtype(np.float64))
+
+    def count_up(x, limit, step):
+        return while_loop(lambda c: c[0] < limit, lambda c: (c[0] + step, c[1] + 1), (x, 0))
+
+    def never_runs(x, a, b):
+        return while_loop(lambda c: c[1] < 0, lambda c: (c[0] * a + b, c[1] + 1), (x, 5))
+
+    for fun, values in [(count_up, (1.0, 10.0, 0.75)), (never_runs, (2.0, 3.0, 0.5))]:
+        jaxpr, _, _ = trace_to_jaxpr(fun, [f64] * 3, ["x", "a", "b"])
+        (eqn,) = [e for e in jaxpr.eqns if e.primitive is while_p]
+        env = {id(v): np.float64(x) for v, x in zip(jaxpr.invars, values)}
+        operands = [env[id(a)] if id(a) in env else np.asarray(a.val, a.aval.dtype)
+                    for a in eqn.invars]
+        got = impl(*operands, **eqn.params)
+        problem = _check_while_impl(got, *operands, **eqn.params)
+        want = reference_while_impl(*operands, **eqn.params)
+        if problem is None and not all(np.array_equal(g, w) for g, w in zip(got, want)):
+            problem = f"returned {[np.asarray(g).tolist() for g in got]}, where minijit's " \
+                      f"rule returns {[np.asarray(w).tolist() for w in want]}"
+        if problem:
+            return f"{problem} (on `{fun.__name__}{values}`)"
+    return None
+
+
 abstract_eval_rules[while_p] = _while_abstract_eval
 impl_rules[while_p] = _while_impl
+build.register("while_impl", reference_while_impl, chapter="05_control_flow",
+               signature="while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, "
+                         "body_nconsts) -> the final carry, a list",
+               check=_check_while_impl, selftest=_selftest_while_impl)
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
