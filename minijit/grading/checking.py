@@ -11,6 +11,9 @@ the learner's kernel, where the notebook could patch what it uses. Grades come f
 grader, which runs the same probes in an isolated kernel and compares outside it (see
 :mod:`minijit.grading.runner`).
 
+The cases run on minijit's own build pieces, as the grader runs them: a piece the notebook
+switched in (``build.use``) for one exercise never grades another; it is back afterwards.
+
 Each case runs under a time limit (:data:`CASE_TIME_LIMIT` seconds, ``check(...,
 time_limit=N)`` to change it, ``None`` for none): an endless loop in the learner's code stops
 that case with "took longer than N s" and the next case runs. The limit is a ``SIGALRM``
@@ -67,7 +70,7 @@ from .cases import (
     not_attempted,
     not_own,
 )
-from .probing import ProbeTimeLimit, error_data, run_probe
+from .probing import ProbeTimeLimit, error_data, minijits_own_pieces, run_probe
 
 GRADING_ENV = "MINIJIT_GRADING"
 # Seconds each public case of check() may take (see the module docstring).
@@ -277,15 +280,17 @@ def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = 
     ``code`` when ``hint`` is true or, with ``count`` (what ``check()`` does), from the
     second failed check of this exercise in this process on.
     """
-    refused = _own_work(exercise, ns, time_limit)
     results = []
-    for key, case, _public in exercise.cases()[: len(exercise.public)]:
-        if expected is not None and not case.has_literal_expected:
-            want = expected[key]
-        else:
-            want = expected_value(exercise, key, case)
-        got = _learner_result(exercise, case, ns, time_limit)
-        results.append((case, want, got, refused or compare(want, got, case.rtol, case.atol)))
+    with minijits_own_pieces():  # as the grader runs them, whatever the notebook switched in
+        refused = _own_work(exercise, ns, time_limit)
+        for key, case, _public in exercise.cases()[: len(exercise.public)]:
+            if expected is not None and not case.has_literal_expected:
+                want = expected[key]
+            else:
+                want = expected_value(exercise, key, case)
+            got = _learner_result(exercise, case, ns, time_limit)
+            results.append((case, want, got,
+                            refused or compare(want, got, case.rtol, case.atol)))
     failed = [(case, got) for case, _e, got, reason in results if reason]
     # One stub left (or one name undefined) and the exercise is not attempted yet: its
     # other cases may fail only because they run code given in the notebook.

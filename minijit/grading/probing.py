@@ -30,7 +30,8 @@ In a grading kernel (see :mod:`minijit.grading.channel`) the prelude is installe
 builtins and the pristine hooks of ``sys`` and ``threading``, so that later requests run with
 what the kernel started with, whatever the notebook replaced; :func:`serve` then answers each
 request, reporting the cheap forgeries it finds (:func:`forgery_report`) and serialising each
-result the moment its probe returns.
+result the moment its probe returns. An exercise's probes run on minijit's own build pieces
+(:func:`minijits_own_pieces`), as ``check()`` runs them, whatever the notebook switched in.
 """
 
 from __future__ import annotations
@@ -524,6 +525,16 @@ def environment_report(ns: Mapping[str, Any]) -> dict:
     return report
 
 
+def minijits_own_pieces():
+    """A block in which every build piece is minijit's own, the notebook's switches back at
+    its end (``minijit.build.minijits_own``): each exercise is graded on its own answer,
+    never on a piece a cell switched in for another. Nothing to do where the notebook has
+    not imported minijit."""
+    build = _PRISTINE.get("modules", sys.modules).get("minijit.build")
+    own = getattr(build, "minijits_own", None)
+    return own() if callable(own) else contextlib.nullcontext()
+
+
 def serve(payload: tuple, ns: Mapping[str, Any]) -> str:
     """Answer one grader request: ``payload`` is ``(nonce, guard, calls)``, each call
     ``(key, probe source, probe name, args)``; return the answer as JSON text.
@@ -541,19 +552,20 @@ def serve(payload: tuple, ns: Mapping[str, Any]) -> str:
         forgery_report(ns, found)
     prelude = dict(globals())
     parts = ()
-    for key, source, name, args in calls:
-        scope = dict(prelude)
-        try:
-            exec(compile(source, f"<probe {name}>", "exec"), scope)
-            text = probe_text(scope[name], ns, args)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - reported as the case's result
-            text = encode(error_data(exc, frozenset({f"<probe {name}>"})))
-        parts = parts + (_quote(key) + ":" + text,)
-        if guard:
-            disarm(found)
-            forgery_report(ns, found)
+    with minijits_own_pieces():
+        for key, source, name, args in calls:
+            scope = dict(prelude)
+            try:
+                exec(compile(source, f"<probe {name}>", "exec"), scope)
+                text = probe_text(scope[name], ns, args)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - reported as the case's result
+                text = encode(error_data(exc, frozenset({f"<probe {name}>"})))
+            parts = parts + (_quote(key) + ":" + text,)
+            if guard:
+                disarm(found)
+                forgery_report(ns, found)
     env = environment_report(ns)
     env["forgery"] = sorted(found | set(env["forgery"]))
     return signed('{"nonce":' + _quote(nonce) + ',"results":{' + ",".join(parts) + '},"env":'
