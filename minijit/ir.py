@@ -272,11 +272,105 @@ def _pp_jaxpr(jaxpr: Jaxpr, names: VarNames) -> pp.Doc:
 def pp_jaxpr(jaxpr: Jaxpr, width: int = pp.WIDTH) -> str:
     """The text of a Jaxpr, as `print(jaxpr)` shows it: the build track's current printer
     (`reference_pp_jaxpr`, or yours after `build.use("pp_jaxpr", ...)`). A printer of your
-    own prints at the default width only. minijit's own uses of the text (names in generated
-    code, error messages) never come through here, so a printer cannot change what runs."""
+    own prints at the default width only, and its words: text on one line that is too long
+    is laid out as minijit lays out its own (`layout_text`; ex03_pp_jaxpr leaves the layout
+    free). minijit's own uses of the text (names in generated code, error messages) never
+    come through here, so a printer cannot change what runs."""
     if width != pp.WIDTH:
         return reference_pp_jaxpr(jaxpr, width)
-    return build.call("pp_jaxpr", jaxpr)
+    if build.is_reference("pp_jaxpr"):
+        return build.call("pp_jaxpr", jaxpr)
+    return layout_text(build.call("pp_jaxpr", jaxpr), width)
+
+
+def layout_text(text: str, width: int = pp.WIDTH) -> str:
+    """`text`, a jaxpr printed on one line, laid out in JAX's layout, as minijit's printer
+    lays out the same words (one equation per line once it does not fit, sub-jaxprs
+    indented). Text on several lines, text that fits, and text that is not in the notation of
+    this module's grammar come back as they are; the words never change."""
+    if "\n" in text or len(text) <= width:
+        return text
+    try:
+        doc = _jaxpr_text_doc(text.strip())
+    except ValueError:
+        return text
+    # the same words, flat: the document holds the text, and only breaks its lines
+    return doc.format(width) if doc.format(1 << 30).split() == text.split() else text
+
+
+def _split_top(s: str, sep: str) -> list[str]:
+    """`s` split at each `sep` outside brackets and quotes."""
+    parts, depth, start, i, quote = [], 0, 0, 0, ""
+    while i < len(s):
+        c = s[i]
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and s.startswith(sep, i):
+            parts.append(s[start:i])
+            i = start = i + len(sep)
+            continue
+        i += 1
+    return [*parts, s[start:]]
+
+
+def _jaxpr_text_doc(s: str) -> pp.Doc:
+    """The document `_pp_jaxpr` builds, from the text it prints; ValueError if not one."""
+    if not (s.startswith("{ lambda ") and s.endswith(" }")):
+        raise ValueError(s)
+    head, body = _two(_split_top(s[len("{ lambda "):-2], ". let"))
+    consts, args = _two(_split_top(head, "; "))
+    eqns, outs = _two(_split_top(body, " in "))
+    if not (outs.startswith("(") and outs.endswith(")")):
+        raise ValueError(outs)
+    atoms = [a for a in _split_top(outs[1:-1].rstrip(","), ", ") if a.strip()]
+    eqn_docs = [_eqn_text_doc(e.strip()) for e in _split_top(eqns.strip(), "; ") if e.strip()]
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ lambda "), _pp_vars(consts.split()), pp.text("; "), _pp_vars(args.split()),
+        pp.text(". let"), pp.nest(2, pp.brk() + pp.join(pp.brk("; "), eqn_docs)), pp.brk(),
+        pp.text("in "), pp.text("(") + _pp_vars([a.strip() for a in atoms], sep=",")
+        + pp.text(",)" if len(atoms) == 1 else ")")]))) + pp.text(" }")
+
+
+def _eqn_text_doc(s: str) -> pp.Doc:
+    """The document `pp_eqn_default` builds, from the text of one equation."""
+    sides = _split_top(s, " = ")
+    lhs, rhs = (None, s) if len(sides) == 1 else _two(sides)
+    head, *operands = _split_top(rhs, " ")
+    name, _, params = head.partition("[")
+    parts = [pp.text(name)]
+    if params:
+        if not params.endswith("]"):
+            raise ValueError(head)
+        pairs = [pp.text(k + "=") + _param_text_doc(v) for k, _, v in
+                 (p.partition("=") for p in _split_top(params[:-1], " "))]
+        parts.append(pp.group(pp.nest(2, pp.text("[") + pp.brk("") + pp.join(pp.brk(), pairs))
+                              + pp.brk("") + pp.text("]")))
+    parts.append(pp.text(" ") + _pp_vars([o for o in operands if o]))
+    if lhs is None:
+        return pp.concat(parts)
+    return pp.concat([_pp_vars(lhs.split()), pp.text(" = "), *parts])
+
+
+def _param_text_doc(value: str) -> pp.Doc:
+    if value.startswith("{ lambda "):
+        return _jaxpr_text_doc(value)
+    inner = value[1:-1].split() and _split_top(value[1:-1], " ")
+    if value.startswith("(") and inner and all(x.startswith("{ lambda ") for x in inner):
+        return pp.group(pp.nest(2, pp.text("(") + pp.brk("") + pp.join(
+            pp.brk(), [_jaxpr_text_doc(x) for x in inner])) + pp.brk("") + pp.text(")"))
+    return pp.text(value)
+
+
+def _two(parts: list[str]) -> tuple[str, str]:
+    if len(parts) != 2:
+        raise ValueError(parts)
+    return parts[0], parts[1]
 
 
 def reference_pp_jaxpr(jaxpr: Jaxpr, width: int = pp.WIDTH) -> str:

@@ -243,3 +243,35 @@ def test_the_programs_errors_stay_the_programs(fn, error):
             mj.jit(fn)(np.ones(3))
     assert type(theirs.value) is type(own.value)
     assert str(theirs.value) == str(own.value)
+
+
+# --------------------------------------------------------------------------- the printer's layout
+
+
+def test_a_one_line_printer_is_laid_out_as_minijits():
+    """ex03_pp_jaxpr leaves the layout free: a learner's printer that prints one line still
+    shows later chapters' programs one equation per line, word for word its own text."""
+    from stand_in import stand_in
+
+    from minijit.ir import layout_text
+
+    own = stand_in("pp_jaxpr")
+
+    def one_line(jaxpr):
+        return own(jaxpr, 1 << 30)
+
+    def long(x, p):
+        y = lax.cond(p, lambda v: mnp.sin(v) * 2.0, lambda v: mnp.cos(v) - 1.0, x)
+        return mnp.dot(y, y) + mnp.sum(mnp.exp(y)), y * 3.0
+
+    short = mj.make_jaxpr(lambda v: v * 2.0)(ARGS[0])
+    closed = mj.make_jaxpr(long)(ARGS[0], True)
+    want, want_short = str(closed), str(short)
+    assert "\n" in want and "\n" not in want_short
+    with build.use("pp_jaxpr", one_line):
+        assert str(closed) == want and str(short) == want_short
+    # text on several lines, or not in the notation, is the printer's own
+    assert layout_text("{ lambda ; a:f64[3]. let\n b = sin a in (b,) }" + " " * 80).count(
+        "\n") == 1
+    odd = "program: " + "a b c " * 20
+    assert layout_text(odd) == odd
