@@ -174,6 +174,18 @@ def _forget_compiled() -> None:
 
 build.on_switch(_forget_compiled)
 
+# Whether the call path's pieces are minijit's own; every switch updates it (`_note_pieces`),
+# so a call reads it without asking `build`.
+_own = {"cache_key": True, "jit_call": True}
+
+
+def _note_pieces() -> None:
+    for name in _own:
+        _own[name] = build.is_reference(name)
+
+
+build.on_switch(_note_pieces)
+
 # code object -> "file:line" of the first function object traced with that code
 _seen_code: dict[Any, str] = {}
 # arrays whose buffers were donated, by id: using them again raises
@@ -270,8 +282,8 @@ class JitFunction:
             return self.fun(*_as_arrays(args), **_as_arrays(kwargs))
         if is_tracing():  # called while this thread traces another function
             return self._stage(args, kwargs)
-        if build.is_reference("jit_call"):
-            return build.call("jit_call", self, args, kwargs)
+        if _own["jit_call"]:
+            return jit_call(self, args, kwargs)  # minijit's own, without build's dispatch
         return self._call_learners(args, kwargs)
 
     def _call_learners(self, args, kwargs):
@@ -295,7 +307,7 @@ class JitFunction:
     def key(self, call: SplitArgs):
         """The call's cache key, from the `cache_key` piece (chapter 04's other exercise):
         minijit's own is `call.key`, a learner's is asked through `build`."""
-        if build.is_reference("cache_key"):
+        if _own["cache_key"]:
             return call.key
         return build.call("cache_key", call.static_values, call.leaf_avals, call.in_tree)
 
@@ -361,7 +373,7 @@ class JitFunction:
 
         Under a learner's `cache_key` or `jit_call`, an entry traced for other arguments is
         refused with a PieceError instead of computing the wrong thing."""
-        if not (build.is_reference("cache_key") and build.is_reference("jit_call")):
+        if not (_own["cache_key"] and _own["jit_call"]):
             self._check_hit(entry, call)
         leaves, donated = _leaves_to_run(call, entry.optimized.consts, self.spec.fun_name)
         if config.profile_execution:
@@ -392,8 +404,8 @@ class JitFunction:
         """Put a stored entry on the fast path (`__call__`), if the call is one it serves and
         minijit's own pieces made the entry and keyed the call: under a learner's `cache_key`
         or `jit_call`, every call asks the learner's piece."""
-        if (self._fast is not None and not kwargs and build.is_reference("cache_key")
-                and build.is_reference("jit_call") and self._cache.entries.get(key) is entry):
+        if (self._fast is not None and not kwargs and _own["cache_key"] and _own["jit_call"]
+                and self._cache.entries.get(key) is entry):
             fast_key = _fast_key(args)
             if fast_key is not None:
                 self._fast[fast_key] = entry
@@ -403,7 +415,7 @@ class JitFunction:
             return
         # the learner's jit_call looked the call up, or stored the entry, by another key than
         # the call's own; otherwise the key itself (cache_key) conflates the two calls
-        piece = ("jit_call" if not build.is_reference("jit_call") and entry.key != self.key(call)
+        piece = ("jit_call" if not _own["jit_call"] and entry.key != self.key(call)
                  else "cache_key")
         _wrong_hit(piece, self.spec.fun_name, call, entry.split)
 
