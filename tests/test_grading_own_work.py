@@ -98,6 +98,8 @@ def test_minijits_piece_as_the_answer_fails_every_public_case(ex_id):
         build.reset()
         assert report.attempted and report.passed == 0, (how, str(report))
         _refused(ex_id, how, report.rows[0].reason)
+        if how not in ("itself", "wrapper"):
+            continue  # the grader decides on the same probe: two kinds are enough
         score = _graded(plan, ex_id, ns)
         assert score.points == 0 and score.public[0] == 0, (how, score)
         assert score.not_own == report.rows[0].reason, (how, score.not_own)

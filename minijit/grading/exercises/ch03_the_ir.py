@@ -75,6 +75,21 @@ def _shapes(label: str, x: tuple, y: tuple, dtype: str = "float64",
     return Case(f"{label}: {x} with {y}", (list(x), list(y), dtype, dtype), category=category)
 
 
+_SIZE_ONE = ("A size of 1 stretches to the other size, whatever it is, 0 included: against "
+             "1, a size of 0 gives 0, so the larger of the two is not the rule.")
+_RANK_0 = ("A rank-0 shape () has no axes: padded with 1s on the left it lines up with any "
+           "shape, and the other shape comes out (two of them give ()).")
+_BROADCAST_CASE_HINTS = {
+    "an empty axis against a size of 1": _SIZE_ONE, "zero-size": _SIZE_ONE,
+    "scalar": _RANK_0, "scalar and scalar": _RANK_0,
+    "unequal dtypes": ("This primitive adds arrays of one dtype: two different dtypes are a "
+                       "type error, found before the shapes are even looked at."),
+    "inside make_jaxpr": ("Inside make_jaxpr minijit calls your rule with the operands' "
+                          "ShapedArrays and types the equation's output with what it returns: "
+                          "a list holding one ShapedArray of the broadcast shape."),
+}
+
+
 def _clash(x: tuple, y: tuple) -> Case:
     return Case(f"incompatible: {x} with {y} raises TypeError",
                 (list(x), list(y), "float64", "float64"), expected=raises("TypeError"))
@@ -157,6 +172,7 @@ EXERCISES = [
             Case("inside make_jaxpr: (1, 3) with (4, 1)", ((1, 3), (4, 1)),
                  probe=probe_broadcast_rule_in_jaxpr),
         ),
+        case_hints=_BROADCAST_CASE_HINTS,
         error_hints={
             "ValueError": Hint(
                 pitfall=("The rule raised ValueError (as NumPy's own broadcasting does): a "
@@ -209,6 +225,16 @@ EXERCISES = [
                  probe=probe_mean_abs_diff),
             Case("mean_abs_diff: one pixel", ([17], [200]), probe=probe_mean_abs_diff),
         ),
+        # each function's own pitfall, when only its cases fail
+        case_hints={
+            "elapsed": ("elapsed: int32 + float32 is float32 in JAX's lattice, and near 1.7e9 "
+                        "float32 values are 128 apart, so the seconds are lost in the sum. "
+                        "Converting the result is too late: the operand that goes in must "
+                        "already be float64."),
+            "mean_abs_diff": ("mean_abs_diff: uint8 - uint8 stays uint8, so a negative "
+                              "difference wraps around to a large one before abs sees it; "
+                              "converting afterwards keeps the wrapped value."),
+        },
     ),
 ]
 
