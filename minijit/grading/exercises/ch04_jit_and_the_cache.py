@@ -304,8 +304,9 @@ EXERCISES = [
         error_hints={
             "PieceError": Hint(
                 "minijit refused what your jit_call did (the message says what): it returned "
-                "plain NumPy arrays (return entry.wrap_outputs(outs)), ran an entry traced for "
-                "other arguments (look the call up by f.key(call)), or raised."),
+                "plain NumPy arrays (the entry's wrap_outputs makes the function's result of "
+                "them), ran an entry traced for other arguments (look each call up by its "
+                "key from f.key), or raised."),
             "TypeError": Hint(
                 "f.store(key, compiled) takes what f.trace_call(call).lower().compile() "
                 "returns, and f.execute(entry, call) the entry f.lookup or f.store gave you."),
