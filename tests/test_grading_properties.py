@@ -12,7 +12,8 @@ import minijit as mj
 import minijit.codegen.kernels  # noqa: F401 - registers loop_nest
 from minijit import build
 from minijit.grading import properties
-from minijit.grading.build_pieces import BUILD_PIECES, property_case
+from minijit.grading.build_pieces import BUILD_PIECES
+from minijit.grading.properties import property_case
 from minijit.grading.registry import default_exercises
 
 

@@ -161,7 +161,7 @@ def test_release_has_no_reference_solution(release):
                                  if pattern.search(t)]
                 for line in inspect.getsource(fn).splitlines():
                     line = line.strip()
-                    if (len(line) < 12 or line.startswith(("#", "import ", "from ", '"""'))
+                    if (len(line) < 12 or line.startswith(("#", "@", "import ", "from ", '"""'))
                             or line in public):
                         continue
                     problems += [f"{ex.id}: {line!r} in {p}" for p, t in texts.items()

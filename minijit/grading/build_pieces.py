@@ -53,35 +53,6 @@ def switch_in_case(exercise_id: str) -> Case:
                 (piece, function), probe=probe_switches_in, expected="ok")
 
 
-def probe_properties(ns, piece, function):
-    import minijit.codegen.kernels  # noqa: F401 - registers loop_nest
-    from minijit.grading.properties import check_piece
-
-    problem = check_piece(piece, get(ns, function))
-    if problem and "raised NotImplementedError" in problem:
-        raise NotImplementedError(problem)  # the stub: not attempted yet
-    return problem or "ok"
-
-
-def property_case(exercise_id: str) -> Case:
-    """The hidden case of a build exercise that its piece decides as minijit's own on the
-    catalogue's programs and on random ones (`minijit.grading.properties`); a failure's
-    message shows the smallest failing program."""
-    piece, function = BUILD_PIECES[exercise_id]
-    return Case(f"properties: {piece} decides as minijit's own on catalogue and random "
-                "programs", (piece, function), probe=probe_properties, expected="ok")
-
-
-def with_property_case(exercise):
-    """`exercise`, with its property case last among its hidden cases if it is a build
-    exercise (the registry loads every exercise through this)."""
-    import dataclasses
-
-    if exercise.id not in BUILD_PIECES or property_case(exercise.id) in exercise.hidden:
-        return exercise
-    return dataclasses.replace(exercise, hidden=(*exercise.hidden, property_case(exercise.id)))
-
-
 def own_work_case(exercise_id: str) -> Case | None:
     """For a build exercise, the probe that `check()` and the grader run besides its cases:
     None, or the learner's piece is not their own work (minijit's code, or a hand-over to

@@ -1,5 +1,5 @@
 """Property checks for the build track's pieces: a learner's piece against minijit's own on
-many programs (one hidden case of each build exercise: `build_pieces.property_case`).
+many programs (one hidden case of each build exercise: `property_case`, at the end).
 
 `check_piece(name, fn)` runs each program with `fn` as piece `name` (the others minijit's
 own), then with minijit's own, and compares what the piece decides (`_observe`: a text, the
@@ -14,10 +14,15 @@ program minijit's own cannot run is skipped; no switch outlives the check.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from dataclasses import dataclass, replace
 
 import numpy as np
+
+from minijit.grading.build_pieces import BUILD_PIECES
+from minijit.grading.cases import Case
+from minijit.grading.probing import get
 
 N_RANDOM = 24
 MAX_TRIES = 300  # programs a shrink may run: a bound, not a time, so messages are stable
@@ -297,3 +302,32 @@ def check_piece(name: str, fn, n_random: int = N_RANDOM) -> str | None:
                         f"minijit/grading/programs.py, whose jaxpr is\n"
                         f"{_text(mj.make_jaxpr(fun)(*args))}\n\n{problem}")
     return None
+
+
+# --------------------------------------------------------------------------- the hidden case
+
+
+def probe_properties(ns, piece, function):
+    import minijit.codegen.kernels  # noqa: F401 - registers loop_nest
+    problem = check_piece(piece, get(ns, function))
+    if problem and "raised NotImplementedError" in problem:
+        raise NotImplementedError(problem)  # the stub: not attempted yet
+    return problem or "ok"
+
+
+def property_case(exercise_id: str) -> Case:
+    """The hidden case of a build exercise that its piece decides as minijit's own on the
+    catalogue's programs and on random ones (`minijit.grading.properties`); a failure's
+    message shows the smallest failing program."""
+    piece, function = BUILD_PIECES[exercise_id]
+    return Case(f"properties: {piece} decides as minijit's own on catalogue and random "
+                "programs", (piece, function), probe=probe_properties, expected="ok")
+
+
+def with_property_case(exercise):
+    """`exercise`, with its property case last among its hidden cases if it is a build
+    exercise (the registry loads every exercise through this, in the instructor's copy: the
+    student release ships neither this module nor hidden cases)."""
+    if exercise.id not in BUILD_PIECES or property_case(exercise.id) in exercise.hidden:
+        return exercise
+    return dataclasses.replace(exercise, hidden=(*exercise.hidden, property_case(exercise.id)))

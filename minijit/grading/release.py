@@ -133,8 +133,10 @@ def _write_tree(root: Path, dest: Path) -> list[str]:
         if (root / name).is_file():
             shutil.copy2(root / name, dest / name)
     _copy_dir(root / "chapters", dest / "chapters")
-    skip = root / "minijit" / "grading" / "exercises"
-    _copy_dir(root / "minijit", dest / "minijit", skip=skip)
+    # the exercises are written anew below; the property checks are hidden cases only
+    grading = root / "minijit" / "grading"
+    _copy_dir(root / "minijit", dest / "minijit",
+              skip={grading / "exercises", grading / "properties.py"})
 
     notebooks = render_exercises(root / "solutions")
     (dest / "exercises").mkdir()
@@ -174,16 +176,17 @@ def _write_tree(root: Path, dest: Path) -> list[str]:
     return warnings
 
 
-def _copy_dir(src: Path, dest: Path, skip: Path | None = None) -> None:
+def _copy_dir(src: Path, dest: Path, skip: frozenset | set = frozenset()) -> None:
     for dirpath, dirnames, filenames in os.walk(src):
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames
                              if d not in SKIPPED_DIRS and not d.startswith(".")
-                             and not d.endswith(".egg-info") and here / d != skip)
+                             and not d.endswith(".egg-info") and here / d not in skip)
         target = dest / here.relative_to(src)
         target.mkdir(parents=True, exist_ok=True)
         for name in sorted(filenames):
-            if not name.endswith(SKIPPED_SUFFIXES) and not name.startswith("."):
+            if (not name.endswith(SKIPPED_SUFFIXES) and not name.startswith(".")
+                    and here / name not in skip):
                 shutil.copy2(here / name, target / name)
 
 
