@@ -126,14 +126,21 @@ def _observe(name: str, fun, args: tuple):
     """What piece `name` decides on `fun(*args)`, as plain data, with the pieces as now."""
     import minijit as mj
     from minijit import build
+    from minijit.tree_util import tree_leaves
     if name == "cache_key":  # `args` are the calls, split as jit splits them
         return [build.call(name, s.static_values, list(s.leaf_avals), s.in_tree) for s in args]
     closed = mj.make_jaxpr(fun)(*args)
     leaves = [np.asarray(a, v.aval.dtype) for a, v in zip(args, closed.jaxpr.invars)]
-    if name in ("process_primitive", "closure_convert"):
+    if name in ("process_primitive", "closure_convert", "stage_cond"):
         return _text(closed)
-    if name == "eval_jaxpr":
+    if name == "bind":  # staged, and eagerly
+        return _text(closed), _values(tree_leaves(fun(*args)))
+    if name in ("eval_jaxpr", "while_impl"):  # the interpreter runs the impl rule of while
         return _values(mj.eval_jaxpr(closed.jaxpr, closed.consts, *leaves))
+    if name == "jit_call":  # a new function each time, so a fresh cache: miss, then hit
+        jitted = mj.jit(lambda *a: fun(*a), backend="interpreter")
+        first, again = (tree_leaves(jitted(*args)) for _ in range(2))
+        return _values(first), _values(again), jitted.trace_count
     if name == "pp_jaxpr":
         return " ".join(str(closed.jaxpr).split())
     if name == "dce":  # no dead equation left, the same top level, the same values
@@ -272,12 +279,20 @@ def shrink(p: Program, fails) -> Program:
     return p
 
 
-def check_piece(name: str, fn, n_random: int = N_RANDOM) -> str | None:
-    """None when `fn`, as minijit's piece `name`, decides as minijit's own on every program;
-    else the message: the smallest failing program, and how yours differs."""
+def check_piece(name: str, fn, n_random: int = N_RANDOM, *, selftest: bool = True) -> str | None:
+    """None when `fn`, as minijit's piece `name`, passes its selftest and decides as
+    minijit's own on every program; else the message: what the selftest found, or the
+    smallest failing program and how yours differs."""
     import minijit as mj
+    from minijit import build
     from minijit.grading.primitive_probes import own_pieces
     from minijit.grading.programs import CONTROL_FLOW, PROGRAMS, make_args
+
+    # the piece's small example first: a stub fails it (`selftest=False` skips it, for tests
+    # of the programs' checks)
+    problem = build.selftest(name, fn) if selftest else None
+    if problem:
+        return f"your {name} {problem} on minijit's small example for it"
     if name == "cache_key":
         return _check_cache_key(fn, range(n_random))
     for seed in range(n_random):
@@ -308,7 +323,10 @@ def check_piece(name: str, fn, n_random: int = N_RANDOM) -> str | None:
 
 
 def probe_properties(ns, piece, function):
+    # a probe runs in the grader's kernel from its source: it imports what it uses
     import minijit.codegen.kernels  # noqa: F401 - registers loop_nest
+    from minijit.grading.properties import check_piece
+
     problem = check_piece(piece, get(ns, function))
     if problem and "raised NotImplementedError" in problem:
         raise NotImplementedError(problem)  # the stub: not attempted yet

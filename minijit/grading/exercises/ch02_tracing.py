@@ -280,11 +280,13 @@ def probe_bind_program(ns, source, how):
 
 def probe_bind_error(ns):
     """A program's own error (shapes that do not broadcast) passes through the learner's bind
-    unchanged: its class and first line."""
+    unchanged: its class and first line; after a sum of the same program that works, so a
+    bind that fails on everything (the stub) does not pass."""
     import minijit.numpy as mnp
     from minijit import build
 
     with build.use("bind", get(ns, "bind"), verify=False):
+        float(mnp.sum(mnp.add(np.ones((2, 3)), np.ones(3))))
         try:
             mnp.add(np.ones((2, 3)), np.ones(4))
         except Exception as e:  # noqa: BLE001 - the class is the answer
