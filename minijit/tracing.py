@@ -65,25 +65,7 @@ class JaxprTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self.atom.aval
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.aval.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self.aval.ndim
-
-    @property
-    def size(self) -> int:
-        return self.aval.size
-
-    @property
-    def weak_type(self) -> bool:
-        return self.aval.weak_type
+    # shape, dtype, ndim, size, weak_type: core.Tracer's, read from this aval
 
     @property
     def itemsize(self) -> int:
