@@ -13,16 +13,19 @@ the learner's minijit, with a trail of where each build piece acted.
   (`minijit.build.call`, seen by a `sys.setprofile` hook for the step's duration), then
   prints them as a table: which piece acted in which step, and whose it was.
 - `on_jax(fn, **names)`: `fn`'s code with `mnp`, `lax` and the given globals bound to JAX's.
+- `record_stepper(record)`: chapter 07's pass stepper on a program already traced: a slider
+  over `run_passes(..., record=record)`'s stages, each pass's program before and after it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import html
 import os
 import sys
 import types
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,3 +172,37 @@ def on_jax(fn: Callable, **names) -> Callable:
                   for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     return types.FunctionType(fn.__code__, {**fn.__globals__, **bound}, fn.__name__,
                               fn.__defaults__, cells or None)
+
+
+def stage_html(record: Sequence[tuple[str, object]], k: int) -> str:
+    """Step `k` of `record` (`[("traced", program), (pass, program after it), ...]`) as HTML:
+    the traced program at 0, else the program before and after pass `k`, with its size."""
+    from minijit.course.measure import describe
+    from minijit.course.views import side_by_side_html
+
+    name, program = record[k]
+    if k == 0:
+        view = f"<pre style='font-size:85%'>{html.escape(str(program))}</pre>"
+    else:
+        same = " (unchanged)" if str(program) == str(record[k - 1][1]) else ""
+        view = side_by_side_html(record[k - 1][1], program, f"before {name}",
+                                 f"after {name}{same}")
+    return (f"<b>step {k} of {len(record) - 1}: {html.escape(name)}</b> · "
+            f"{html.escape(describe(program))}{view}")
+
+
+def record_stepper(record: Sequence[tuple[str, object]], start: int = 0):
+    """A widget: a slider (or Play, or "next pass") over the recorded stages, showing
+    `stage_html` of the step it is on; it starts at step `start`."""
+    from ipywidgets import HTML, Button, HBox, IntSlider, Play, VBox, link
+
+    last = len(record) - 1
+    step = IntSlider(value=start, min=0, max=last, description="step")
+    play = Play(value=start, min=0, max=last, interval=1500)
+    next_button = Button(description="next pass")
+    view = HTML(stage_html(record, start))
+    link((play, "value"), (step, "value"))
+    step.observe(lambda change: setattr(view, "value", stage_html(record, change["new"])),
+                 names="value")
+    next_button.on_click(lambda _: setattr(step, "value", (step.value + 1) % (last + 1)))
+    return VBox([HBox([step, play, next_button]), view])
