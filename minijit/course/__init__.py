@@ -35,7 +35,11 @@ import it from its own module (`from minijit.course.crossover import draw_crosso
 - `profile_cost`: what `profile_execution` costs a call, measured in a fresh process (06);
 - `dead_code`: the backward walk of dead code elimination, as a table and a picture (07);
 - `fusion_savings`: the arrays a fused kernel saves, and time per element (09);
-- `ulp`: the distance between floats in units in the last place (09).
+- `ulp`: the distance between floats in units in the last place (09, 10);
+- `capstone`: the learner's logsumexp on their logaddexp, read from exercise notebook 10, the
+  pieces each stage called, and a pass-by-pass stepper over a recorded run (10);
+- `softplus`: the learner's Numba rule for softplus, read from exercise notebook 09, and the
+  generated lines it wrote (10).
 """
 
 from minijit.course.draw import draw_fusion, draw_jaxpr, draw_pipeline, group_colour
