@@ -22,6 +22,8 @@ from minijit.grading.registry import default_exercises
 pytestmark = pytest.mark.usefixtures("minijits_own_pieces")
 
 NOTEBOOKS = {
+    "ex10_new_primitive": "10_putting_it_together.ipynb",
+    "ex10_capstone": "10_putting_it_together.ipynb",
     "ex02_where": "02_tracing.ipynb",
     "ex04_static_args": "04_jit_and_the_cache.ipynb",
     "ex04_buckets": "04_jit_and_the_cache.ipynb",
@@ -56,6 +58,9 @@ NOTEBOOKS = {
 
 # What an exercise cell reads from cells before it, other than the notebook's imports.
 PRELUDES = {
+    "ex10_capstone": ("from minijit.codegen.rules import Expression, numba_rules\n"
+                      "from minijit.core import (BINARY, ELEMENTWISE, Primitive, ShapedArray,\n"
+                      "                          abstract_eval_rules, impl_rules)\n"),
     "ex02_jvp": "from minijit.core import new_trace\n",  # what exercise 4 of the notebook wrote
     "ex04_static_args": ("def summarize(x, n, scale, *, mode):\n    head = x[:n] * scale\n"
                          "    if mode == 'sum':\n        return mnp.sum(head)\n"
@@ -68,6 +73,10 @@ PRELUDES = {
                          "    exps = mnp.exp(x / temperature)\n"
                          "    return exps / mnp.sum(exps)\n"),
 }
+
+
+# Exercises whose cell uses what an earlier exercise's solution cell defines.
+PRELUDE_EXERCISES = {"ex10_capstone": ("ex10_new_primitive",)}
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,11 @@ _STAGE = ("def process_primitive(trace, prim, args, params):\n"
 _STAGE_OK = {"atoms": "[trace.to_atom(a) for a in args]", "source": "errors.user_location()",
              "outvars": "[Var(aval) for aval in out_avals]", "params": "dict(params)",
              "ret": "[trace.var_to_tracer(v, source) for v in outvars]"}
+
+
+_FOLD = "return lax.fori_loop(1, x.shape[1], lambda i, acc: logaddexp(acc, x[:, i]), x[:, 0])"
+_NAIVE = "return mnp.log(mnp.sum(mnp.exp(x), axis=1))"
+_OWN_LOGADDEXP = "its jaxpr holds your logaddexp_p, and no exp or log of its own; one f64 per row"
 
 
 def _stage(what: str, caught_by: str, **changes: str) -> Wrong:
@@ -379,6 +393,19 @@ WRONG = [
           "years_until([1, 2, 3], 1.5, target = 10, 100)",
           _pp("lax.while_loop(below, one_year, (x, 0))",
               "lax.while_loop(below, one_year, (x, 0.0))")),
+    # ex10_capstone: logaddexp folded along each row, never exp or log of its own
+    Wrong("ex10_capstone", "log(sum(exp(x))) as written", "rows of large values, where "
+          "log(sum(exp(x))) overflows to inf; also with Numba", _pp(_FOLD, _NAIVE)),
+    Wrong("ex10_capstone", "shifted by the row's max: right values, not on logaddexp",
+          _OWN_LOGADDEXP, _pp(_FOLD, "m = mnp.max(x, axis=1)\n    return m + mnp.log(mnp.sum("
+                              "mnp.exp(x - m[:, None]), axis=1))")),
+    Wrong("ex10_capstone", "the fold started from 0, not the first column",
+          "f64[3,4]: one value per row, eager and interpreter",
+          _pp("acc, x[:, i]), x[:, 0])", "acc, x[:, i]), mnp.zeros(x.shape[0]))")),
+    Wrong("ex10_capstone", "folded down the columns, not along the rows",
+          "f64[3,4]: one value per row, eager and interpreter",
+          _pp(_FOLD, "return lax.fori_loop(1, x.shape[0], lambda i, acc: logaddexp(acc, x[i]), "
+                     "x[0])")),
     # ex03_broadcast_rule: aligned at the last axis, equal dtypes, TypeError, the other size
     Wrong("ex03_broadcast_rule", "shapes aligned at the first axis",
           "inside make_jaxpr: (2, 1) with (3,)",
@@ -623,7 +650,8 @@ def _public_rows(exercise: str, cell: str) -> dict:
     ns = solution_namespace(NOTEBOOKS[exercise])
     saved = dict(config._values)
     try:
-        exec(compile(PRELUDES.get(exercise, "") + cell, f"<{exercise}>", "exec"), ns)
+        prelude = "".join(_solution_cell(e) + "\n\n" for e in PRELUDE_EXERCISES.get(exercise, ()))
+        exec(compile(PRELUDES.get(exercise, "") + prelude + cell, f"<{exercise}>", "exec"), ns)
         report = run_public_cases(default_exercises()[exercise], ns)
     finally:
         build.reset()
