@@ -77,7 +77,7 @@ def load_capstone(exercises: str | os.PathLike | None = None) -> Capstone:
             raise mine.NotYours(problem)
         return found
     except Exception as e:  # noqa: BLE001 - the chapter runs whatever the notebook holds
-        why = str(e) if isinstance(e, mine.NotYours) else f"{type(e).__name__}: {e}"
+        why = mine.why_not_yours(e)
         return _reference(why)
 
 

@@ -211,10 +211,8 @@ def _switch_in(name: str, folder: Path) -> str:
     """Switch in the learner's `name` from the notebook in `folder`: its status."""
     try:
         return _use(name, _learners_function(name, folder), folder)
-    except NotYours as e:
-        why = str(e)
     except Exception as e:  # noqa: BLE001 - anything a learner's notebook does is reported
-        why = f"{type(e).__name__}: {_one_line(e)}"
+        why = why_not_yours(e)
     if not build.is_reference(name):  # switched in by an earlier call, broken now
         build.reset(name)
     return own(why)
@@ -354,6 +352,12 @@ def _public_cases(exercise_id: str, ns: dict) -> None:
         more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
         raise NotYours(f"fails public case {failed[0]!r}{more}; check({exercise_id!r}) "
                        "shows why")
+
+
+def why_not_yours(e: Exception) -> str:
+    """Why reading the learner's function failed, in one line: a `NotYours` says it in its
+    own words; any other error is named by its class."""
+    return str(e) if isinstance(e, NotYours) else f"{type(e).__name__}: {_one_line(e)}"
 
 
 def _one_line(e: object, limit: int = 100) -> str:

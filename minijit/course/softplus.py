@@ -80,7 +80,7 @@ def load_softplus(exercises: str | os.PathLike | None = None) -> Softplus:
             raise mine.NotYours(problem)
         return found
     except Exception as e:  # noqa: BLE001 - the chapter runs whatever the notebook holds
-        why = str(e) if isinstance(e, mine.NotYours) else f"{type(e).__name__}: {e}"
+        why = mine.why_not_yours(e)
         return reference(f"the course's reference answer ({mine._one_line(why)})")
 
 
