@@ -65,7 +65,7 @@ def main() -> None:
         os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[: args.cores]))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
-    from minijit.grading.gradebook import grade
+    from minijit.grading.batch import grade
     from minijit.grading.registry import default_exercises
 
     source = Path(args.notebook)

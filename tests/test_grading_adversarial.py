@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from minijit.grading.gradebook import grade
+from minijit.grading.batch import grade
 from minijit.grading.registry import load_exercises
 from minijit.grading.runner import Limits
 from minijit.grading.sandbox import unavailable

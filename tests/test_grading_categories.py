@@ -30,7 +30,7 @@ from minijit.grading.cases import (
     category_of,
 )
 from minijit.grading.checking import run_public_cases
-from minijit.grading.gradebook import feedback_markdown
+from minijit.grading.feedback import feedback_markdown
 from minijit.grading.probing import get
 from minijit.grading.release import render_module
 from minijit.grading.runner import RunResult

@@ -23,10 +23,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from minijit.grading.batch import grade
 from minijit.grading.cases import CODE, PITFALL, SECTION, Hint, as_hint, compare, probe_source
 from minijit.grading.channel import ProbeCall, run_locally
 from minijit.grading.checking import expected_value, reset_attempts, run_public_cases
-from minijit.grading.gradebook import grade
 from minijit.grading.notebook import BEGIN, END, exercise_headers
 from minijit.grading.registry import COURSE_MODULES, load_exercises
 from minijit.grading.runner import Limits

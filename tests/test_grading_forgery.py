@@ -24,9 +24,9 @@ import nbformat
 import numpy as np
 import pytest
 
+from minijit.grading.batch import grade
 from minijit.grading.cases import Case
 from minijit.grading.checking import run_public_cases
-from minijit.grading.gradebook import grade
 from minijit.grading.registry import RegistryError, load_exercises, load_hidden_cases
 from minijit.grading.runner import Limits
 from minijit.grading.scoring import GradingSetupError, build_plan

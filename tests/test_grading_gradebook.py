@@ -35,19 +35,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minijit.grading.gradebook import (
-    GradingSetupError,
-    _cell,
-    feedback_names,
-    grade,
-    printable,
-    read_gradebook,
-    replace_file,
-    select_exercises,
-)
+from minijit.grading.batch import grade
+from minijit.grading.files import replace_file
+from minijit.grading.gradebook import _cell, read_gradebook
 from minijit.grading.pool import DIED, DONE, FAILED, OVERRAN, WorkerPool
 from minijit.grading.registry import load_exercises
 from minijit.grading.runner import Limits
+from minijit.grading.scoring import GradingSetupError
+from minijit.grading.submissions import feedback_names, printable, select_exercises
 
 FIXTURES = Path(__file__).parent / "grading_fixtures"
 SOLUTION = FIXTURES / "solutions" / "00_demo.ipynb"
@@ -183,7 +178,7 @@ def test_feedback_names_are_injective_and_portable():
 
 
 def test_submissions_are_given_paths_each_once(tmp_path):
-    from minijit.grading.gradebook import _find
+    from minijit.grading.submissions import _find
 
     (tmp_path / "subs" / "x").mkdir(parents=True)
     (tmp_path / "subs" / "x" / "carol.ipynb").write_text("{}")

@@ -25,7 +25,7 @@ from minijit.grading.__main__ import main
 from minijit.grading.build_pieces import BUILD_PIECES
 from minijit.grading.channel import run_locally
 from minijit.grading.checking import run_public_cases
-from minijit.grading.gradebook import feedback_markdown
+from minijit.grading.feedback import feedback_markdown
 from minijit.grading.probing import minijits_code
 from minijit.grading.registry import default_exercises
 from minijit.grading.runner import RunResult

@@ -344,13 +344,13 @@ def test_sandbox_batch(tmp_path):
 def test_refuses_without_a_sandbox(monkeypatch):
     """Where no sandbox starts, grade() stops before any kernel, saying how to get one
     and what --no-sandbox gives up; sandbox=False grades as before."""
-    from minijit.grading import gradebook, sandbox
+    from minijit.grading import batch, sandbox
     from minijit.grading.registry import load_exercises
 
     monkeypatch.setattr(sandbox, "bwrap", lambda: None)
     exercises = load_exercises([str(FIXTURES / "demo_exercises.py")])
-    with pytest.raises(gradebook.GradingSetupError) as err:
-        gradebook.grade([SOLUTION], exercises=exercises, progress=False)
+    with pytest.raises(batch.GradingSetupError) as err:
+        batch.grade([SOLUTION], exercises=exercises, progress=False)
     message = str(err.value)
     assert "apt-get install bubblewrap" in message and "--no-sandbox" in message
     assert "read your files" in message

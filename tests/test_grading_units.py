@@ -371,7 +371,7 @@ def test_plain_string_hints_are_the_pitfall_tier():
 def test_feedback_shows_the_section_or_the_pitfall_never_code():
     from pathlib import Path
 
-    from minijit.grading.gradebook import feedback_markdown
+    from minijit.grading.feedback import feedback_markdown
     from minijit.grading.runner import RunResult
     from minijit.grading.scoring import build_plan, make_row
 
@@ -433,12 +433,8 @@ def test_grading_imports_without_the_core(tmp_path):
 
 
 def test_submissions_students_and_exercises(tmp_path):
-    from minijit.grading.gradebook import (
-        GradingSetupError,
-        find_submissions,
-        select_exercises,
-        student_names,
-    )
+    from minijit.grading.scoring import GradingSetupError
+    from minijit.grading.submissions import find_submissions, select_exercises, student_names
 
     for folder in ["a", "b", "b/.ipynb_checkpoints"]:
         (tmp_path / folder).mkdir()

@@ -24,7 +24,11 @@ One idea per module:
     runner.py     one submission, whatever it does: limits, restarts, events
     scoring.py    expected values (trusted side) and points
     pool.py       the worker processes, watched: deadlines, deaths, nothing left running
-    gradebook.py  the batch: which files and exercises, progress bar, CSV, feedback files
+    submissions.py which files, which students, which exercises a batch grades
+    files.py      output files written atomically, links replaced, never followed
+    gradebook.py  the gradebook CSV: rows appended and fsync'd, never lost
+    feedback.py   each student's feedback
+    batch.py      the batch: workers, progress bar, signals; grade()
     release.py    the student release: the course without solutions or reference solutions
     __main__.py   the command line
     exercises/    the course's exercises, one module per chapter

@@ -53,10 +53,12 @@ def _exercises(args: argparse.Namespace):
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from .gradebook import GradingSetupError, grade, read_gradebook
+    from .batch import grade
+    from .gradebook import read_gradebook
     from .registry import RegistryError, load_hidden_cases
     from .runner import Limits
     from .sandbox import GiB, Sandbox
+    from .scoring import GradingSetupError
 
     try:
         exercises = _exercises(args)

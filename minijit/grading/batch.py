@@ -1,0 +1,270 @@
+"""The batch grader: many submissions in parallel, one gradebook CSV, one feedback file each.
+
+The work is split by trust:
+
+- the grader's main process (trusted) loads the exercises, computes every expected value by
+  running the probes on the reference solutions, and later compares and scores;
+- worker processes (:mod:`minijit.grading.pool`, ``jobs`` of them) each drive one
+  submission's kernel at a time with :func:`minijit.grading.runner.run_submission`, and
+  receive only the probes to run, never the expected values;
+- the kernels (untrusted) run the learner's code and the probes, and answer with plain data;
+  each runs in a sandbox of its own (:mod:`minijit.grading.sandbox`), unless ``sandbox=False``.
+
+Which files and students: :mod:`minijit.grading.submissions`. The CSV:
+:mod:`minijit.grading.gradebook`. Feedback: :mod:`minijit.grading.feedback`.
+
+Ctrl-C and SIGTERM stop the batch the same way: the workers and their kernels are killed,
+the submissions not finished get a ``not_graded`` row, the CSV is rewritten, and
+:class:`GradingInterrupted` (a ``KeyboardInterrupt``) is raised. A worker that dies costs
+only its own submission, which is graded once more in a fresh worker (if that one dies too,
+the row is ``tampered``); a worker still busy past its submission's ``--timeout`` (plus a
+grace period for its kernel to stop) is killed by the main process: ``timeout``.
+
+Worker processes start with ``forkserver`` (or ``spawn``), which imports the caller's main
+module: a script that calls :func:`grade` must do so under ``if __name__ == "__main__":``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from .cases import Case, Exercise
+from .feedback import feedback_markdown
+from .files import replace_file
+from .gradebook import Gradebook, _cell
+from .pool import DIED, DONE, OVERRAN, Outcome, WorkerPool
+from .runner import NOTE, Limits, RunResult, run_submission
+from .sandbox import INSTALL_HINT, Sandbox, unavailable
+from .scoring import GradingSetupError, Row, build_plan, make_row
+from .submissions import _find, feedback_names, printable, select_exercises, student_names
+
+
+class GradingInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a batch; the gradebook was completed first (see above)."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _failed(message: str, kind: str = "grader_error") -> RunResult:
+    result = RunResult()
+    result.add(kind, message)
+    return result
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (``kill``, ``timeout``, a CI cancel) raises GradingInterrupted, as Ctrl-C
+    raises KeyboardInterrupt. Only the main thread can handle signals: elsewhere, no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise GradingInterrupted(signum)
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """While the batch winds down (workers killed, rows and CSV written), a second Ctrl-C
+    or SIGTERM must not cut it short: they are remembered and raised at the end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    old = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
+           for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if caught:
+        raise GradingInterrupted(caught[0])
+
+
+def overrun_deadline(limits: Limits) -> float:
+    """Seconds after which the main process kills a worker still busy with a submission.
+    The worker stops its submission at ``limits.timeout`` itself; the grace is for its last
+    interrupt to settle and its kernel to stop. Past it, the worker cannot stop (SIGSTOP,
+    stuck in C code)."""
+    return limits.timeout + limits.settle_timeout + 15.0
+
+
+def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exercise],
+          out: str | os.PathLike | None = None, feedback_dir: str | os.PathLike | None = None,
+          hidden_cases: dict[str, tuple[Case, ...]] | None = None,
+          assignment: Sequence[str] | None = None, jobs: int | None = None,
+          limits: Limits | None = None, progress: bool = True,
+          resume: bool = False, sandbox: bool | Sandbox = True) -> list[Row]:
+    """Grade ``submissions`` (files or folders); write the CSV and feedback; return the rows
+    graded in this run, sorted by student (``resume``: those kept are in the CSV only).
+
+    Each kernel runs in a :mod:`minijit.grading.sandbox` (``sandbox=True``, or a
+    :class:`Sandbox` with other limits); where none can start, GradingSetupError says how to
+    get one. ``sandbox=False`` runs the kernels as the grader, as ``--no-sandbox`` does.
+    """
+    from tqdm.auto import tqdm
+
+    limits = _with_sandbox(limits or Limits(), sandbox)
+    subs = _find(submissions)
+    if not subs:
+        raise GradingSetupError("no notebooks to grade")
+    students = [printable(n) for n in student_names([s.path for s in subs])]
+    readable = [i for i, s in enumerate(subs) if s.read is not None]
+    chosen = select_exercises([subs[i].read for i in readable], exercises, assignment,
+                              names=[students[i] for i in readable])
+    ids = [ex.id for ex in chosen]
+    book = Gradebook(out, ids) if out is not None else None
+    if book is not None and resume:
+        book.load()
+    todo = [i for i in range(len(subs))
+            if not (book is not None and book.done(_cell(students[i])))]
+    feedback: dict[int, Path] = {}
+    if feedback_dir is not None:
+        root = Path(feedback_dir)
+        taken = ([Path(out).name] if out is not None and
+                 Path(os.path.abspath(out)).parent == Path(os.path.abspath(root)) else [])
+        names = feedback_names([students[i] for i in todo], taken)
+        feedback = {i: root / name for i, name in zip(todo, names)}
+    queue = [i for i in todo if subs[i].read is not None]
+    pool = WorkerPool(max(1, min(jobs or os.cpu_count() or 1, len(queue) or 1)),
+                      run_submission, overrun_deadline(limits)) if queue else None
+    # The workers boot while the expected values compute. A setup error stops here, before
+    # any file is written.
+    try:
+        plan = build_plan(chosen, hidden_cases)
+        try:
+            if book is not None:
+                book.start(_cell(students[i]) for i in todo)
+            if feedback:
+                Path(feedback_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GradingSetupError(f"cannot write the outputs: {exc}") from None
+    except BaseException:
+        if pool is not None:
+            pool.close(graceful=False)
+        raise
+
+    limits = _socket_root(limits)
+    rows: dict[int, Row] = {}
+    fed: set[int] = set()  # rows whose feedback file is written
+    bar = tqdm(total=len(todo), unit="nb", desc="grading", disable=not progress)
+
+    def write_out(i: int) -> None:
+        # Idempotent, so that the wind-down can call it again for a row whose writing an
+        # interrupt cut short.
+        if book is not None:
+            book.append(rows[i])
+        if i in feedback and i not in fed:
+            replace_file(feedback[i], feedback_markdown(rows[i]).encode("utf-8",
+                                                                        "backslashreplace"))
+            fed.add(i)
+
+    def finish(i: int, run: RunResult) -> None:
+        rows[i] = make_row(students[i], subs[i].path, plan, run)
+        write_out(i)
+        bar.update(1)
+        bar.set_postfix_str(f"{students[i]}: {run.status}", refresh=False)
+
+    died: dict[int, str] = {}  # submissions whose worker died once, and how
+    interrupted = False
+    try:
+        with _sigterm_interrupts():
+            for i in todo:
+                if subs[i].read is None:
+                    finish(i, _failed(subs[i].problem or "not read", kind="invalid_notebook"))
+            while pool is not None and (queue or pool.busy()):
+                if pool.failed:
+                    while queue:
+                        finish(queue.pop(0), _failed(f"the grader could not start its worker "
+                                                     f"processes: {pool.failed}"))
+                    if not pool.busy():
+                        break
+                # Rows are written as results come in, before the next submission starts:
+                # with one worker, each row is on disk before the next notebook runs.
+                while queue and pool.free():
+                    pool.submit(queue[0], (subs[queue[0]].read, plan.probes, limits))
+                    queue.pop(0)
+                for o in pool.wait():
+                    _conclude(o, died, limits, queue, finish)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        with _signals_held():
+            bar.close()
+            if pool is not None:
+                pool.close(graceful=not interrupted)
+            if limits.sandbox is not None:  # the socket folders, even those of killed workers
+                shutil.rmtree(limits.sandbox.sockets_in, ignore_errors=True)
+            # Ctrl-C, SIGTERM or a grader bug: the submissions not finished get their row.
+            for i in todo:
+                if i not in rows:
+                    finish(i, _failed("the grader stopped before this notebook",
+                                      kind="not_graded"))
+                write_out(i)
+            if book is not None:
+                book.finish()
+    return sorted(rows.values(), key=lambda r: r.student)
+
+
+def _with_sandbox(limits: Limits, sandbox: bool | Sandbox) -> Limits:
+    if sandbox is False:
+        return dataclasses.replace(limits, sandbox=None)
+    chosen = sandbox if isinstance(sandbox, Sandbox) else limits.sandbox or Sandbox()
+    problem = unavailable(chosen)  # before any worker starts: one clear message
+    if problem:
+        raise GradingSetupError(f"cannot sandbox the kernels: {problem} {INSTALL_HINT}")
+    return dataclasses.replace(limits, sandbox=chosen)
+
+
+def _socket_root(limits: Limits) -> Limits:
+    """One folder for the batch's socket folders, which grade() removes when it ends."""
+    if limits.sandbox is None:
+        return limits
+    sockets = tempfile.mkdtemp(prefix="minijit-sockets-", dir="/tmp")
+    return dataclasses.replace(limits, sandbox=dataclasses.replace(limits.sandbox,
+                                                                   sockets_in=sockets))
+
+
+def _conclude(o: Outcome, died: dict[int, str], limits: Limits, queue: list[int],
+              finish: Callable[[int, RunResult], None]) -> None:
+    """What one pool outcome means for its submission's row."""
+    if o.kind == DONE:
+        run = o.value
+        if o.index in died:
+            run.add(NOTE, f"the grader's worker process died while grading this notebook "
+                          f"({died[o.index]}); it was graded again")
+        finish(o.index, run)
+    elif o.kind == DIED:
+        if o.index in died:  # twice: the notebook does it
+            finish(o.index, _failed(f"the notebook killed the grader's worker process "
+                                    f"(twice: {died[o.index]}, then {o.value})",
+                                    kind="tampered"))
+        else:  # once: maybe the notebook, maybe something else; once more, fresh worker
+            died[o.index] = o.value
+            queue.insert(0, o.index)
+    elif o.kind == OVERRAN:
+        run = _failed(f"the submission ran past its {limits.timeout:g} s limit and its "
+                      f"grading process did not stop; it was killed after {o.seconds:.0f} s",
+                      kind="timeout")
+        run.seconds = o.seconds
+        finish(o.index, run)
+    else:  # FAILED: the worker itself raised
+        finish(o.index, _failed(str(o.value)))
