@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from queue import Empty
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
@@ -29,10 +29,8 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from .sandbox import Command, sandbox_uid, socket_folder
-
-if TYPE_CHECKING:
-    from .runner import Limits
+from .limits import Limits
+from .sandbox import Command, sandbox_uid, socket_folder, thread_counts
 
 # Counts this process's sandboxed kernel starts (see sandbox.sandbox_uid).
 _STARTS = itertools.count()
@@ -101,7 +99,8 @@ class Kernel:
         sandbox = self.limits.sandbox
         command = None
         kwargs: dict[str, Any] = {"cwd": self.cwd, "env": dict(
-            os.environ, MINIJIT_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1")}
+            os.environ, **thread_counts(), MINIJIT_GRADING="1",
+            PYDEVD_DISABLE_FILE_VALIDATION="1")}
         manager: dict[str, Any] = {}
         if sandbox is not None:
             uid = sandbox_uid(next(_STARTS))

@@ -57,9 +57,9 @@ from .channel import (
 )
 from .channel import user_expression_key as _key
 from .kernel import Kernel, first_line
+from .limits import Limits
 from .notebook import check_call, exercise_header
 from .probing import FORGERY_PHRASES, HOOK_PHRASES
-from .sandbox import Sandbox
 
 # Status words, worst first. A submission's status is the worst event it produced.
 STATUS_ORDER = ("not_graded", "invalid_notebook", "grader_error", "kernel_died", "timeout",
@@ -75,18 +75,6 @@ class ExercisePlan:
     id: str
     calls: tuple[ProbeCall, ...]
     hidden: tuple[ProbeCall, ...] = ()
-
-
-@dataclass(frozen=True)
-class Limits:
-    cell_timeout: float = 30.0
-    timeout: float = 300.0
-    startup_timeout: float = 60.0
-    max_kernel_starts: int = 3
-    # After an interrupt, how long the kernel gets to show it is listening again.
-    settle_timeout: float = 5.0
-    # The sandbox each kernel runs in (minijit.grading.sandbox); None: run as the grader.
-    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cpus import usable_cpus
+
 GiB, MiB = 1 << 30, 1 << 20
 HOME = "/home/learner"
 # Inside the sandbox, the uid the kernel runs as (bubblewrap maps it to the real one).
@@ -65,14 +67,21 @@ INSTALL_HINT = ("Install bubblewrap (`sudo apt-get install bubblewrap` on Debian
 
 def default_memory() -> int:
     """4 GiB, more with many cores: the thread pools a kernel starts (OpenBLAS, Numba) take
-    about 22 MiB of address space per thread and start one per core (2.1 GiB in all with
-    64 threads, 0.7 GiB with 2)."""
-    return max(4 * GiB, 1 * GiB + 48 * MiB * (os.cpu_count() or 1))
+    about 22 MiB of address space per thread and start one per usable CPU (2.1 GiB in all
+    with 64 threads, 0.7 GiB with 2): :func:`thread_counts` tells them that number."""
+    return max(4 * GiB, 1 * GiB + 48 * MiB * usable_cpus())
 
 
 def default_processes() -> int:
-    """256, more with many cores: threads count, and each pool starts one per core."""
-    return max(256, 3 * (os.cpu_count() or 1) + 64)
+    """256, more with many cores: threads count, and each pool starts one per usable CPU."""
+    return max(256, 3 * usable_cpus() + 64)
+
+
+def thread_counts() -> dict[str, str]:
+    """The kernel's thread-pool sizes: the grader's own settings (:data:`PASSED_ON`), else
+    the usable CPUs. Left alone, Numba and OpenBLAS count the host's cores, which in a
+    container can be many more than its quota (and than the limits above allow for)."""
+    return {k: os.environ.get(k, str(usable_cpus())) for k in PASSED_ON}
 
 
 @dataclass(frozen=True)
@@ -149,7 +158,7 @@ class Command:
                "NUMBA_CACHE_DIR": "/tmp/numba", "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONPATH": str(package_root()), "MINIJIT_GRADING": "1",
                "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-        env.update({k: os.environ[k] for k in PASSED_ON if k in os.environ})
+        env.update(thread_counts())
         a = [bwrap() or "bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
              "--unshare-net", "--unshare-cgroup-try", "--hostname", "sandbox",
              "--die-with-parent", "--new-session", "--clearenv"]
