@@ -1,4 +1,4 @@
-"""Command line: ``python -m minijit.grading {generate,grade,list,release} ...``.
+"""Command line: ``python -m minijit.grading {generate,grade,list,release,stats,export} ...``.
 
     python -m minijit.grading generate            # solutions/ -> exercises/
     python -m minijit.grading generate --check    # exit 1 and a diff when they drifted
@@ -6,6 +6,10 @@
     python -m minijit.grading list                # exercises, points, case counts, and
                                                   # which exercise writes which build piece
     python -m minijit.grading release OUT_DIR     # what learners get, without references
+    python -m minijit.grading merge shard1.csv shard2.csv --out gradebook.csv  # --shard's
+    python -m minijit.grading stats gradebook.csv --out-dir stats/   # class statistics
+    python -m minijit.grading export gradebook.csv --roster roster.csv --format canvas \\
+        --out canvas.csv                          # what an LMS imports
 
 Heavy imports (nbformat, nbclient, the exercises and through them the minijit core) happen
 inside the subcommand that needs them, so ``--help`` and ``generate`` stay independent of
@@ -15,9 +19,10 @@ the core.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
+
+from .cpus import usable_cpus
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -53,21 +58,31 @@ def _exercises(args: argparse.Namespace):
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from .adjust import late_policy
     from .batch import grade
     from .gradebook import read_gradebook
     from .registry import RegistryError, load_hidden_cases
     from .runner import Limits
     from .sandbox import GiB, Sandbox
     from .scoring import GradingSetupError
+    from .shards import parse_shard
 
     try:
         exercises = _exercises(args)
         hidden = load_hidden_cases(args.hidden_cases, exercises) if args.hidden_cases else None
         limits = Limits(cell_timeout=args.cell_timeout, timeout=args.timeout)
+        late_options = (args.deadline, args.submission_times, args.late_penalty)
+        if any(o is not None for o in late_options) and None in late_options:
+            raise GradingSetupError("a late policy needs all three of --deadline, "
+                                    "--submission-times and --late-penalty")
+        late = late_policy(args.deadline, args.submission_times, args.late_penalty,
+                           args.late_cap) if args.deadline is not None else None
         rows = grade(args.submissions, exercises=exercises, out=args.out,
                      feedback_dir=args.feedback_dir, hidden_cases=hidden,
                      assignment=args.assignment, jobs=args.jobs, limits=limits,
                      progress=not args.no_progress, resume=args.resume,
+                     regrade=args.regrade, overrides=args.overrides, late=late,
+                     shard=parse_shard(args.shard) if args.shard else None,
                      sandbox=not args.no_sandbox and (
                          Sandbox(memory=int(args.memory * GiB)) if args.memory else Sandbox()))
     except (GradingSetupError, RegistryError) as exc:
@@ -83,7 +98,7 @@ def _grade(args: argparse.Namespace) -> int:
         statuses[r.status] = statuses.get(r.status, 0) + 1
     summary = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
     found = read_gradebook(args.out)
-    kept = len(found[1]) - len(rows) if found and args.resume else 0
+    kept = len(found[1]) - len(rows) if found else 0
     also = f", {kept} kept from the earlier run" if kept > 0 else ""
     print(f"graded {len(rows)} notebooks{f' ({summary})' if summary else ''}{also} -> "
           f"{args.out}")
@@ -105,6 +120,64 @@ def _list(args: argparse.Namespace) -> int:
         print(f"  {'piece':20} {'exercise':28} function")
         for ex_id, (piece, function) in built.items():
             print(f"  {piece:20} {ex_id:28} {function}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from .registry import RegistryError, load_hidden_cases
+    from .stats import ReportError, class_stats, format_text, read_book, write_outputs
+
+    try:
+        book = read_book(args.gradebook)
+        exercises = _exercises(args)
+        hidden = load_hidden_cases(args.hidden_cases, exercises) if args.hidden_cases else None
+        stats = class_stats(book, exercises, hidden)
+        written = write_outputs(stats, args.out_dir) if args.out_dir else []
+    except (ReportError, RegistryError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_text(stats), end="")
+    if written:
+        print(f"wrote {len(written)} files to {args.out_dir}: stats.md, cases.csv and "
+              f"{len(written) - 2} histograms")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .export import build_export, read_roster, write_export
+    from .stats import ReportError, read_book
+
+    try:
+        book = read_book(args.gradebook)
+        export = build_export(book, read_roster(args.roster), args.format,
+                              args.assignment_name or Path(args.gradebook).stem,
+                              points_possible=args.points_possible,
+                              zero_missing=args.zero_missing)
+        write_export(export, args.out)
+    except (ReportError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for w in export.warnings():
+        print(f"warning: {w}", file=sys.stderr)
+    rows = len(export.records) - 1 - (args.points_possible and args.format == "canvas")
+    print(f"wrote {rows} students' grades for {args.format} to {args.out}"
+          + ("" if export.complete else " (incomplete: see the warnings)"))
+    return 0 if export.complete else 1
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from .scoring import GradingSetupError
+    from .shards import merge_gradebooks
+
+    try:
+        n, backup = merge_gradebooks(args.gradebooks, args.out)
+    except (GradingSetupError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if backup is not None:
+        print(f"note: the gradebook {args.out} was there before: saved as {backup}",
+              file=sys.stderr)
+    print(f"merged {len(args.gradebooks)} gradebooks, {n} students -> {args.out}")
     return 0
 
 
@@ -154,8 +227,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="one markdown file per student (default: %(default)s)")
     gr.add_argument("--hidden-cases", metavar="DIR",
                     help="folder of *.py files defining HIDDEN_CASES (private to you)")
-    gr.add_argument("--jobs", type=int, default=os.cpu_count(),
-                    help="kernels in parallel (default: the number of cores, %(default)s)")
+    gr.add_argument("--jobs", type=int, default=usable_cpus(),
+                    help="kernels in parallel (default: the CPUs this process may use, "
+                         "its cgroup's quota included: %(default)s)")
     gr.add_argument("--cell-timeout", type=float, default=30.0,
                     help="seconds per cell and per exercise's tests (default: %(default)s)")
     gr.add_argument("--timeout", type=float, default=300.0,
@@ -168,9 +242,32 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--exercises", action="append", metavar="MODULE",
                     help="exercise module or .py file to use instead of the course's "
                          "(repeatable)")
-    gr.add_argument("--resume", action="store_true",
-                    help="keep the rows already in --out (matched on the student column) "
-                         "and grade only the other submissions")
+    again = gr.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="grade only the submissions whose row in --out is missing, "
+                            "not_graded, of another notebook (its sha256 changed) or of other "
+                            "overrides or late penalty; keep the other rows")
+    again.add_argument("--regrade", nargs="+", metavar="NAME",
+                       help="grade only these students (names as in the student column, "
+                            "among the SUBMISSIONS given); keep every other row of --out")
+    gr.add_argument("--shard", metavar="K/N",
+                    help="grade only shard K of N (1 <= K <= N, chosen by a hash of the "
+                         "student name), into its own --out; then `merge` the shards")
+    gr.add_argument("--overrides", metavar="CSV",
+                    help="points set by hand: columns student,exercise,points,comment; "
+                         "applied to every row on every run (give it every time)")
+    gr.add_argument("--deadline", metavar="TIME",
+                    help="the deadline, ISO 8601 (2026-03-01T23:59:00+01:00), for the late "
+                         "penalty")
+    gr.add_argument("--submission-times", metavar="CSV",
+                    help="columns student,submitted (ISO 8601); also Canvas's submitted_at "
+                         "and Moodle's grading worksheet")
+    gr.add_argument("--late-penalty", type=float, metavar="FRACTION",
+                    help="taken off per day late (a day begun counts), as a fraction of "
+                         "max_total: 0.1 is 10%% a day")
+    gr.add_argument("--late-cap", type=float, default=1.0, metavar="FRACTION",
+                    help="the most the late penalty takes, as a fraction of max_total "
+                         "(default: %(default)s, everything)")
     gr.add_argument("--no-progress", action="store_true", help="no progress bar")
     gr.add_argument("--memory", type=float, metavar="GIB",
                     help="address space each kernel's sandbox may use, in GiB (default: 4, "
@@ -184,6 +281,53 @@ def main(argv: list[str] | None = None) -> int:
     ls = sub.add_parser("list", help="list the exercises")
     ls.add_argument("--exercises", action="append", metavar="MODULE")
     ls.set_defaults(func=_list)
+
+    st = sub.add_parser("stats", help="class statistics of a gradebook: exercises, cases",
+                        description="Per exercise: rows graded, mean, median, zeros, full "
+                        "marks; per case: pass rates, public and hidden apart, by name; the "
+                        "hidden cases the class fails most. not_graded rows are left out.")
+    st.add_argument("gradebook", help="the gradebook CSV")
+    st.add_argument("--out-dir", metavar="DIR",
+                    help="also write stats.md, cases.csv and one histogram PNG per exercise "
+                         "and for the total")
+    st.add_argument("--hidden-cases", metavar="DIR",
+                    help="the private hidden-cases folder the book was graded with (names "
+                         "its cases)")
+    st.add_argument("--exercises", action="append", metavar="MODULE",
+                    help="exercise module or .py file the book was graded with "
+                         "(repeatable; default: the course's)")
+    st.set_defaults(func=_stats)
+
+    ex = sub.add_parser("export", help="write a gradebook as an LMS imports it (roster)",
+                        description="Write the grades of a gradebook for Canvas, Moodle, "
+                        "Gradescope or a spreadsheet, matching students through a roster CSV "
+                        "(columns student,id,name and optionally email,section,login). "
+                        "Students missing on either side are listed on stderr. Exit status: "
+                        "0, 1 when some grade of the gradebook is not in the file, 2 for an "
+                        "error (nothing written).")
+    ex.add_argument("gradebook", help="the gradebook CSV")
+    ex.add_argument("--roster", required=True, metavar="CSV",
+                    help="columns student,id,name[,email,section,login]")
+    ex.add_argument("--format", required=True, choices=("canvas", "moodle", "gradescope",
+                                                        "csv"))
+    ex.add_argument("--out", required=True, metavar="FILE", help="the CSV to write")
+    ex.add_argument("--assignment-name", metavar="NAME",
+                    help="the grade column's title (Canvas: 'Title (id)' updates that "
+                         "assignment; default: the gradebook's file name without .csv)")
+    ex.add_argument("--points-possible", action="store_true",
+                    help="canvas only: add the Points Possible row (max_total)")
+    ex.add_argument("--zero-missing", action="store_true",
+                    help="give 0 to roster students without a submission (default: no row)")
+    ex.set_defaults(func=_export)
+
+    mg = sub.add_parser("merge", help="combine gradebooks graded with --shard into one",
+                        description="Write the rows of GRADEBOOKS (same exercise columns) "
+                        "into --out, sorted by student; a student in two of them is an "
+                        "error unless the rows are equal. A file at --out is backed up "
+                        "first (--out.~N~).")
+    mg.add_argument("gradebooks", nargs="+", metavar="GRADEBOOK", help="the shards' CSVs")
+    mg.add_argument("--out", required=True, help="the gradebook to write")
+    mg.set_defaults(func=_merge)
 
     rel = sub.add_parser("release", help="write the student release (no reference solutions)",
                          description=RELEASE_HELP,
