@@ -237,6 +237,9 @@ def test_export_command_lists_who_is_missing_and_exits_1(tmp_path, capsys):
     assert main(["export", str(book), "--roster", str(roster), "--format", "moodle",
                  "--out", str(out), "--points-possible"]) == 2
     assert "Points Possible" in capsys.readouterr().err
+    assert main(["export", str(book), "--roster", str(roster), "--format", "csv",
+                 "--out", str(book)]) == 2
+    assert "is an input" in capsys.readouterr().err and read_book(book).rows
     complete = _book(tmp_path / "ok.csv", rows=ROWS[:2])
     assert main(["export", str(complete), "--roster", str(roster), "--format", "csv",
                  "--out", str(out)]) == 0

@@ -147,6 +147,11 @@ def _export(args: argparse.Namespace) -> int:
     from .export import build_export, read_roster, write_export
     from .stats import ReportError, read_book
 
+    inputs = {Path(args.gradebook).resolve(), Path(args.roster).resolve()}
+    if Path(args.out).resolve() in inputs:
+        print(f"error: --out {args.out} is an input; write the export to another file",
+              file=sys.stderr)
+        return 2
     try:
         book = read_book(args.gradebook)
         export = build_export(book, read_roster(args.roster), args.format,
