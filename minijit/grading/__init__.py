@@ -28,6 +28,8 @@ One idea per module:
     files.py      output files written atomically, links replaced, never followed
     gradebook.py  the gradebook CSV: rows appended and fsync'd, never lost
     feedback.py   each student's feedback
+    stats.py      class statistics of a gradebook: per exercise, per case, histograms
+    export.py     a gradebook for an LMS (Canvas, Moodle, Gradescope, CSV) through a roster
     batch.py      the batch: workers, progress bar, signals; grade()
     release.py    the student release: the course without solutions or reference solutions
     __main__.py   the command line
