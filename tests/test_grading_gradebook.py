@@ -354,7 +354,8 @@ def test_one_row_per_given_path_whatever_the_names_and_links(tmp_path):
     assert "'=HYPERLINK(\"x\")" in students and "'-minus" in students
     assert {r["max_total"] for r in table} == {"4"}
     assert list(table[0]) == ["student", "ex00_add", "ex00_mean", "ex00_answer", "total",
-                              "max_total", "status", "seconds", "detail"]
+                              "max_total", "late_penalty", "status", "seconds", "submitted",
+                              "sha256", "overrides", "detail", "cases"]
 
     # feedback: one file per row, the symlink replaced, x/carol apart from x__carol
     files = sorted(p.name for p in (out / "feedback").iterdir())

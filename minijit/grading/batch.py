@@ -31,20 +31,30 @@ import dataclasses
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from .adjust import Adjuster, LatePolicy, adjustments, read_overrides
 from .cases import Case, Exercise
 from .feedback import feedback_markdown
 from .files import replace_file
-from .gradebook import Gradebook, _cell
+from .gradebook import Gradebook, Record, _cell, case_results, record
 from .pool import DIED, DONE, OVERRAN, Outcome, WorkerPool
 from .runner import NOTE, Limits, RunResult, run_submission
 from .sandbox import INSTALL_HINT, Sandbox, unavailable
 from .scoring import GradingSetupError, Row, build_plan, make_row
-from .submissions import _find, feedback_names, printable, select_exercises, student_names
+from .shards import in_shard
+from .submissions import (
+    _find,
+    feedback_names,
+    fingerprint,
+    printable,
+    select_exercises,
+    student_names,
+)
 
 
 class GradingInterrupted(KeyboardInterrupt):
@@ -106,14 +116,68 @@ def overrun_deadline(limits: Limits) -> float:
     return limits.timeout + limits.settle_timeout + 15.0
 
 
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
+
+
+def _some(names: Sequence[str], limit: int = 5) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more"
+                                        if len(names) > limit else "")
+
+
+def running_text(names: Sequence[str], limit: int = 3) -> str:
+    """The progress bar's postfix: the notebooks being graded now."""
+    if not names:
+        return ""
+    return "running: " + ", ".join(names[:limit]) + (
+        f" (+{len(names) - limit})" if len(names) > limit else "")
+
+
+def _choose(students: list[str], mine: list[int], book: Gradebook | None,
+            shas: dict[int, str], adjust: Adjuster, ids: list[str], resume: bool,
+            regrade: Sequence[str] | None) -> list[int]:
+    """The submissions this run grades, of those in its shard (``mine``)."""
+    if regrade is not None:
+        known = {n: i for i, n in enumerate(students)} | {
+            _cell(n): i for i, n in enumerate(students)}
+        unknown = [n for n in regrade if n not in known]
+        if unknown:
+            raise GradingSetupError(
+                f"--regrade {_some(unknown)}: no submission of that name among the "
+                f"{len(students)} given (names come from the paths: {_some(sorted(students))})")
+        wanted = {known[n] for n in regrade}
+        return [i for i in mine if i in wanted]
+    if not resume or book is None:
+        return list(mine)
+
+    def current(i: int) -> bool:
+        # kept when graded (not not_graded), from the same bytes, and its adjustments are
+        # this run's (else its feedback file would not say them)
+        old = book.old.get(_cell(students[i]))
+        return (old is not None and old["status"] != "not_graded" and old["sha256"] == shas[i]
+                and adjust.apply(old, ids) == old)
+
+    return [i for i in mine if not current(i)]
+
+
 def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exercise],
           out: str | os.PathLike | None = None, feedback_dir: str | os.PathLike | None = None,
           hidden_cases: dict[str, tuple[Case, ...]] | None = None,
           assignment: Sequence[str] | None = None, jobs: int | None = None,
           limits: Limits | None = None, progress: bool = True,
-          resume: bool = False, sandbox: bool | Sandbox = True) -> list[Row]:
+          resume: bool = False, regrade: Sequence[str] | None = None,
+          shard: tuple[int, int] | None = None, overrides: str | os.PathLike | None = None,
+          late: LatePolicy | None = None, sandbox: bool | Sandbox = True) -> list[Row]:
     """Grade ``submissions`` (files or folders); write the CSV and feedback; return the rows
-    graded in this run, sorted by student (``resume``: those kept are in the CSV only).
+    graded in this run, sorted by student (rows kept are in the CSV only).
+
+    Which are graded: all of them; with ``resume``, those without a row in ``out``, or a
+    ``not_graded`` one, or a row of other bytes (its ``sha256``) or of other adjustments;
+    with ``regrade``, the students named (each must be among the submissions); with
+    ``shard=(K, N)``, only those of shard K (:mod:`minijit.grading.shards`). Every other row
+    already in ``out`` is kept, with this run's ``overrides`` (a CSV, see
+    :mod:`minijit.grading.adjust`) and ``late`` policy applied; the file replaced is first
+    backed up (:mod:`minijit.grading.gradebook`).
 
     Each kernel runs in a :mod:`minijit.grading.sandbox` (``sandbox=True``, or a
     :class:`Sandbox` with other limits); where none can start, GradingSetupError says how to
@@ -121,6 +185,9 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
     """
     from tqdm.auto import tqdm
 
+    if resume and regrade is not None:
+        raise GradingSetupError("--resume and --regrade: choose one (--regrade NAME grades "
+                                "the students named, --resume those whose row is not current)")
     limits = _with_sandbox(limits or Limits(), sandbox)
     subs = _find(submissions)
     if not subs:
@@ -130,18 +197,36 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
     chosen = select_exercises([subs[i].read for i in readable], exercises, assignment,
                               names=[students[i] for i in readable])
     ids = [ex.id for ex in chosen]
+    adjust = Adjuster(read_overrides(overrides, {ex.id: ex.points for ex in chosen})
+                      if overrides is not None else None, late)
     book = Gradebook(out, ids) if out is not None else None
-    if book is not None and resume:
-        book.load()
-    todo = [i for i in range(len(subs))
-            if not (book is not None and book.done(_cell(students[i])))]
+    if book is not None:
+        book.load(resume)
+    mine = [i for i in range(len(subs)) if shard is None or in_shard(students[i], shard)]
+    shas = {i: fingerprint(subs[i].read) for i in mine}
+    todo = _choose(students, mine, book, shas, adjust, ids, resume, regrade)
+    graded_now = {_cell(students[i]) for i in todo}
+    kept: dict[str, Record] = {}
+    if book is not None:
+        kept = {k: adjust.apply(r, ids) for k, r in book.old.items() if k not in graded_now}
+        changed = sorted(k for k, r in kept.items() if r != book.old[k])
+        if changed:
+            _note(f"{len(changed)} rows kept from {out} were updated for this run's overrides "
+                  f"and late policy, not regraded (their feedback files are as they were): "
+                  f"{_some(changed)}")
+        new = sorted(k for k in graded_now if k not in book.old)
+        if book.old and kept and new:
+            _note(f"{len(new)} students had no row in {out} before: {_some(new)} (a notebook "
+                  "given alone is named after its file; give the whole folder and --regrade "
+                  "NAME to regrade one student)")
     feedback: dict[int, Path] = {}
     if feedback_dir is not None:
+        # Names over ALL submissions, not this run's: shards and regrades never collide.
         root = Path(feedback_dir)
         taken = ([Path(out).name] if out is not None and
                  Path(os.path.abspath(out)).parent == Path(os.path.abspath(root)) else [])
-        names = feedback_names([students[i] for i in todo], taken)
-        feedback = {i: root / name for i, name in zip(todo, names)}
+        names = feedback_names(students, taken)
+        feedback = {i: root / names[i] for i in todo}
     queue = [i for i in todo if subs[i].read is not None]
     pool = WorkerPool(max(1, min(jobs or os.cpu_count() or 1, len(queue) or 1)),
                       run_submission, overrun_deadline(limits)) if queue else None
@@ -151,7 +236,7 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
         plan = build_plan(chosen, hidden_cases)
         try:
             if book is not None:
-                book.start(_cell(students[i]) for i in todo)
+                book.start(kept)
             if feedback:
                 Path(feedback_dir).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -160,27 +245,39 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
         if pool is not None:
             pool.close(graceful=False)
         raise
+    if book is not None and book.backup is not None:
+        _note(f"the gradebook {out} was there before this run: saved as {book.backup}")
 
     limits = _socket_root(limits)
     rows: dict[int, Row] = {}
+    records: dict[int, Record] = {}
     fed: set[int] = set()  # rows whose feedback file is written
+    running: set[int] = set()
     bar = tqdm(total=len(todo), unit="nb", desc="grading", disable=not progress)
+
+    def show_running(refresh: bool = True) -> None:
+        bar.set_postfix_str(running_text([students[j] for j in sorted(running)]),
+                            refresh=refresh)
 
     def write_out(i: int) -> None:
         # Idempotent, so that the wind-down can call it again for a row whose writing an
         # interrupt cut short.
         if book is not None:
-            book.append(rows[i])
+            book.append(records[i])
         if i in feedback and i not in fed:
             replace_file(feedback[i], feedback_markdown(rows[i]).encode("utf-8",
                                                                         "backslashreplace"))
             fed.add(i)
 
     def finish(i: int, run: RunResult) -> None:
-        rows[i] = make_row(students[i], subs[i].path, plan, run)
+        row = make_row(students[i], subs[i].path, plan, run)
+        records[i] = adjust.apply(record(row, ids, shas[i], case_results(plan, run)), ids)
+        row.adjustments = adjustments(records[i], late)
+        rows[i] = row
         write_out(i)
+        running.discard(i)
+        show_running(refresh=False)
         bar.update(1)
-        bar.set_postfix_str(f"{students[i]}: {run.status}", refresh=False)
 
     died: dict[int, str] = {}  # submissions whose worker died once, and how
     interrupted = False
@@ -200,7 +297,8 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
                 # with one worker, each row is on disk before the next notebook runs.
                 while queue and pool.free():
                     pool.submit(queue[0], (subs[queue[0]].read, plan.probes, limits))
-                    queue.pop(0)
+                    running.add(queue.pop(0))
+                    show_running()
                 for o in pool.wait():
                     _conclude(o, died, limits, queue, finish)
     except KeyboardInterrupt:
@@ -221,6 +319,12 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
                 write_out(i)
             if book is not None:
                 book.finish()
+    if adjust.unused():
+        _note(f"--overrides names students with no row in this gradebook: "
+              f"{_some(adjust.unused())} (a typo? with --shard, another shard's students)")
+    untimed = sorted(set(adjust.untimed))
+    if untimed:
+        _note(f"no submission time for {_some(untimed)}: no late penalty for them")
     return sorted(rows.values(), key=lambda r: r.student)
 
 

@@ -223,6 +223,8 @@ class Row:
     status: str
     seconds: float
     events: list[Any]
+    # the instructor's overrides and late penalty, in words (minijit.grading.adjust)
+    adjustments: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> float:

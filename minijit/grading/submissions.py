@@ -6,7 +6,10 @@ its absolute path as given: the same path given twice is one row, two links to o
 are two. Names come from the path as given (a link is named after itself, not its target).
 A link whose target lies outside the folder it was found in (for a file given by name: its
 own folder), a dangling link and anything that is not a regular file are
-``invalid_notebook`` without being read.
+``invalid_notebook`` without being read. The suffix is matched in any case
+(``ALICE.IPYNB`` is a submission). A folder named ``*.ipynb`` is a submission too, graded
+``invalid_notebook`` and not searched: a student who uploaded a folder in place of a
+notebook gets a row that says so, where skipping it would leave no trace.
 
 Student names are shown escaped (:func:`printable`); feedback file names are portable and
 injective (:func:`feedback_names`).
@@ -39,13 +42,18 @@ class Submission:
     problem: str | None = None
 
 
+def _is_notebook_name(name: str) -> bool:
+    return name.lower().endswith(".ipynb")
+
+
 def _walk(folder: Path) -> list[Path]:
     # os.walk does not descend into links to folders: a link cannot pull another folder's
     # notebooks (the instructor's solutions, say) into the batch.
     found = []
     for top, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if d != ".ipynb_checkpoints"]
-        found += [Path(top) / f for f in files if f.endswith(".ipynb")]
+        found += [Path(top) / d for d in dirs if _is_notebook_name(d)]  # each one a row
+        dirs[:] = [d for d in dirs if d != ".ipynb_checkpoints" and not _is_notebook_name(d)]
+        found += [Path(top) / f for f in files if _is_notebook_name(f)]
     return sorted(found)
 
 
@@ -63,6 +71,8 @@ def _vet(path: Path, folder: Path) -> Submission:
         mode = os.stat(real).st_mode
     except OSError:
         return Submission(path, None, "a link to nothing (or an unreadable file); not read")
+    if stat.S_ISDIR(mode):
+        return Submission(path, None, "a folder, not a notebook file; not read")
     if not stat.S_ISREG(mode):
         return Submission(path, None, "not a regular file; not read")
     return Submission(path, real)
@@ -72,7 +82,7 @@ def _find(paths: Iterable[str | os.PathLike]) -> list[Submission]:
     found: dict[Path, Path] = {}  # absolute path as given -> the folder it must stay in
     for given in paths:
         p = Path(os.path.abspath(given))
-        if p.is_dir():
+        if p.is_dir() and not _is_notebook_name(p.name):
             for q in _walk(p):
                 found.setdefault(q, p)
         elif os.path.lexists(p):
@@ -89,16 +99,37 @@ def find_submissions(paths: Iterable[str | os.PathLike]) -> list[Path]:
 
 
 def student_names(paths: Sequence[Path]) -> list[str]:
-    """File stems; where two stems collide, the paths relative to the common folder (with
-    their suffix, should that still collide). Unique for unique paths."""
+    """File stems; where two stems collide, each submission's first folder under the common
+    folder when those are unique (nbgrader's ``submitted/alice/02_tracing.ipynb``: alice),
+    else the paths relative to the common folder (with their suffix, should that still
+    collide). Unique for unique paths."""
     names = [p.stem for p in paths]
     if len(set(names)) == len(names):
         return names
     root = Path(os.path.commonpath([str(p.parent) for p in paths]))
+    parts = [p.relative_to(root).parts for p in paths]
+    firsts = [q[0] for q in parts if len(q) > 1]
+    if len(firsts) == len(paths) and len(set(firsts)) == len(firsts):
+        return firsts
     names = [p.relative_to(root).with_suffix("").as_posix() for p in paths]
     if len(set(names)) == len(names):
         return names
     return [p.relative_to(root).as_posix() for p in paths]
+
+
+def fingerprint(path: Path | None) -> str:
+    """The first 16 hex digits of the SHA-256 of the file's bytes ("" for None, or a file
+    that cannot be read): what ``--resume`` compares to see that a notebook changed."""
+    if path is None:
+        return ""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return ""
+    return digest.hexdigest()[:16]
 
 
 def printable(name: str) -> str:
