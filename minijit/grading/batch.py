@@ -39,8 +39,7 @@ from pathlib import Path
 
 from .adjust import Adjuster, LatePolicy, adjustments, read_overrides
 from .cases import Case, Exercise
-from .feedback import feedback_markdown
-from .files import replace_file
+from .feedback_html import write_feedback
 from .gradebook import Gradebook, Record, _cell, case_results, record
 from .pool import DIED, DONE, OVERRAN, Outcome, WorkerPool
 from .runner import NOTE, Limits, RunResult, run_submission
@@ -265,8 +264,7 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
         if book is not None:
             book.append(records[i])
         if i in feedback and i not in fed:
-            replace_file(feedback[i], feedback_markdown(rows[i]).encode("utf-8",
-                                                                        "backslashreplace"))
+            write_feedback(feedback[i], rows[i])  # <name>.md and <name>.html
             fed.add(i)
 
     def finish(i: int, run: RunResult) -> None:

@@ -1,79 +1,181 @@
-"""The feedback file each student gets.
+"""The feedback a student reads: what is shown, and ``<name>.md``, its Markdown form.
 
-A student sees their scores, their failed *public* cases, and their failed hidden ones
-counted by category (with the exercise's hint for a category, where it has one), never
-the hidden cases' inputs or values.
+The same feedback as a self-contained page, ``<name>.html``, is
+:mod:`minijit.grading.feedback_html`, which also writes both files. A student sees their
+scores, what happened when their notebook ran, the adjustments made to their total, their
+failed *public* cases (expected, got, why, hint) and their failed hidden ones counted by
+category (with the exercise's hint for a category, where it has one). Invariants:
+
+- *Never shown:* a hidden or private case's name, inputs or values (only its category); the
+  code tier of a hint; a cell's number (the runner names a cell by its exercise and first
+  line); a chapter's demonstration cell that raised as its ``raises-exception`` tag says
+  (the runner reports none: it is not something that happened to the student's work).
+- *Literal text:* every string this module does not spell itself (the student's name, event
+  messages, case names, values, reasons, hints, categories, titles) renders as the text it
+  is, inside its line, list item or table cell. :func:`md_text` backslash-escapes what could
+  make markup (``\\ ` * _ [ ] < > & | ~ $ #``, an autolink's ``://``, ``www.`` and ``@``, a
+  list marker that starts an item), :func:`md_code` wraps a value in a code span whose
+  backtick fence is longer than any run inside it, and a message's lines after its first go
+  into a fenced block, indented into its list item, fenced the same way. So no submission
+  can add a heading, a table row, a link, an image, raw HTML or a second total line.
+- *Clean text first* (:func:`clean`): lone surrogates, control characters and bidirectional
+  overrides become visible escapes (``\\udc80``, ``\\x1b``, ``\\u202e``); every line break
+  (``\\r``, U+2028, ...) becomes ``\\n``; text is capped.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from pathlib import Path
+import re
 
-from .cases import Case, Exercise, category_of, count_categories, describe
-from .files import replace_file
+from .cases import category_of, count_categories, describe
 from .runner import NOTE
-from .scoring import OUTCOME_WORDS, Row
-from .submissions import feedback_names
+from .scoring import OUTCOME_WORDS, ExerciseScore, FailedCase, Row
+
+# scoring's reason for a case whose result is missing from a kernel's answer
+NO_RESULT = "no result came back"
+LIMIT = 2000  # characters of one message, reason or hint
+NEWLINE = " \u23ce "  # a line break inside one line of text (a name, a table cell, a value)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Markdown's punctuation that can make markup anywhere in a line. An underscore between two
+# letters or digits cannot open or close emphasis (CommonMark), so ``eval_jaxpr`` stays as
+# written; an autolink needs ``://``, ``www.`` or ``@`` between word characters.
+_SPECIAL = re.compile(r"[\\`*\[\]<>&|~$#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])"
+                      r"|(?<=[\w.+-])@|(?<=[A-Za-z]):(?=//)|(?<=\bwww)\.")
+# What makes a list item's first line a new block (a nested list, a rule)
+_ITEM_START = re.compile(r"^(?:[-+=]|\d{1,9}[.)])")
 
 
-def _num(x: float) -> str:
-    return f"{x:g}"
+def clean(text: object, limit: int = LIMIT) -> str:
+    """``text`` as printable lines joined by ``\\n``, at most ``limit`` characters."""
+    text = str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    text = _CONTROL.sub(lambda m: ascii(m[0])[1:-1], "\n".join(text.splitlines()))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def feedback_markdown(row: Row) -> str:
-    """The feedback a student sees: scores, failed *public* cases, and the failed hidden ones
-    counted by category (with the exercise's hint for a category, where it has one), never
-    their inputs or values. A build piece that is minijit's own code gets that one line."""
-    lines = [f"# Feedback: {row.student}", "",
-             f"**Total: {_num(row.total)} / {_num(row.max_total)} points.** "
-             f"Status: `{row.status}`.", ""]
-    happened = [e for e in row.events if e.kind != NOTE] + [
-        e for e in row.events if e.kind == NOTE]
-    if happened:
-        lines += ["## What happened when your notebook ran", ""]
-        lines += [f"- {e.message}" for e in happened] + [""]
-    lines += ["| exercise | points | public cases | hidden cases |", "|---|---|---|---|"]
-    for sc in row.scores.values():
-        lines.append(f"| {sc.exercise.id} | {_num(sc.points)} / {_num(sc.exercise.points)} | "
-                     f"{sc.public[0]}/{sc.public[1]} | {sc.hidden[0]}/{sc.hidden[1]} |")
-    for sc in row.scores.values():
-        if sc.points == sc.exercise.points:
-            continue
-        lines += ["", f"## {sc.exercise.id}: {sc.exercise.title}", ""]
-        if sc.outcome != "ran":
-            lines.append(f"Not graded further: {OUTCOME_WORDS.get(sc.outcome, sc.outcome)}.")
-        if sc.not_own:
-            lines.append(f"- Every case failed: {sc.not_own}.")
-            continue
-        for fc in sc.failed_public:
-            lines += [f"- **{fc.name}**: expected `{describe(fc.expected)}`, got "
-                      f"`{describe(fc.got)}`.", f"  - Why: {fc.reason}",
-                      f"  - Hint: {fc.hint}"]
-        if sc.failed_hidden and sc.outcome == "ran":
-            lines += _hidden_lines(sc.exercise, sc.failed_hidden, sc.hidden[1], sc.specific)
-    return "\n".join(lines) + "\n"
+def md_text(text: object, limit: int = LIMIT) -> str:
+    """``text`` as one line of Markdown that renders as exactly that text."""
+    line = NEWLINE.join(clean(text, limit).split("\n")).replace("\t", " ").strip()
+    return _SPECIAL.sub(lambda m: "\\" + m[0], line)
 
 
-def _hidden_lines(ex: Exercise, failed: list[Case], total: int, specific: bool
-                  ) -> list[str]:
-    """``- 2 of 24 hidden cases failed: a loop body (2) ...``, then, when some case passed
-    (``specific``), the exercise's hint for each of those categories that has one
-    (``Exercise.case_hints``)."""
-    lines = [f"- {len(failed)} of {total} hidden cases failed: {count_categories(failed)} "
-             "(their inputs are not shown; test your code beyond the public cases)."]
-    for category in dict.fromkeys(category_of(c) for c in failed) if specific else ():
-        hint = ex.category_hint(category)
-        if hint is not None:
-            lines.append(f"  - Hint for {category}: {hint.pitfall}")
+def md_code(text: object, limit: int = 200) -> str:
+    """``text`` as an inline code span (on one line) that no backtick inside can close."""
+    line = NEWLINE.join(clean(text, limit).split("\n")) or " "
+    fence = "`" * (1 + max(map(len, re.findall("`+", line)), default=0))
+    pad = " " if line[0] in "` " or line[-1] in "` " else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def md_item(indent: int, head: str, text: object = "") -> list[str]:
+    """A list item: ``head`` (Markdown written here), then ``text`` as literal text, its
+    first line inline and the others in a fenced block indented into the item."""
+    first, _, rest = clean(text).partition("\n")
+    first = md_text(first)
+    if not head:
+        first = _ITEM_START.sub(lambda m: m[0][:-1] + "\\" + m[0][-1], first)
+    pad = " " * indent
+    lines = [f"{pad}- {head}{first}".rstrip()]
+    if rest:
+        fence = "`" * max(3, 1 + max(map(len, re.findall("`+", rest)), default=0))
+        lines += [f"{pad}  {fence}"] + [f"{pad}  {line}" if line else ""
+                                          for line in rest.split("\n")] + [f"{pad}  {fence}"]
     return lines
 
 
-def write_feedback(rows: Sequence[Row], folder: str | os.PathLike) -> None:
-    """One ``<student>.md`` per row in ``folder`` (names: :func:`feedback_names`), each
-    written through a temporary file (a symlink in the folder is replaced, not followed)."""
-    root = Path(folder)
-    root.mkdir(parents=True, exist_ok=True)
-    for r, name in zip(rows, feedback_names([r.student for r in rows])):
-        replace_file(root / name, feedback_markdown(r).encode("utf-8", "backslashreplace"))
+# ------------------------------------------------------------------------------------------
+# What is shown (both forms)
+# ------------------------------------------------------------------------------------------
+
+
+def shown_events(row: Row) -> list[str]:
+    """The messages of what happened when the notebook ran: problems first, then notes."""
+    return ([e.message for e in row.events if e.kind != NOTE]
+            + [e.message for e in row.events if e.kind == NOTE])
+
+
+def adjustments(row: Row) -> list[str]:
+    """Changes to the total made after grading (late penalty, overrides), in words."""
+    return [str(a) for a in getattr(row, "adjustments", None) or []]
+
+
+def no_result(sc: ExerciseScore, fc: FailedCase) -> str | None:
+    """Why a failed case has no result at all (its tests timed out, the kernel died, ...),
+    or ``None`` when it has one: then its ``got`` is what the code gave, ``None`` included."""
+    if sc.outcome != "ran":
+        return OUTCOME_WORDS.get(sc.outcome, NO_RESULT)
+    return NO_RESULT if fc.reason == NO_RESULT and fc.got is None else None
+
+
+def hidden_summary(sc: ExerciseScore) -> tuple[str, list[tuple[str, str]]] | None:
+    """``("2 of 24 hidden cases failed: a loop body (2) ...", [(category, hint), ...])`` or
+    ``None``: the hints are the exercise's for the failed categories (``case_hints``), given
+    only when some case passed (``sc.specific``): when all failed, none is the cause."""
+    if not sc.failed_hidden or sc.outcome != "ran":
+        return None
+    text = (f"{len(sc.failed_hidden)} of {sc.hidden[1]} hidden cases failed: "
+            f"{count_categories(sc.failed_hidden)} (their inputs are not shown; test your "
+            "code beyond the public cases).")
+    hints = []
+    for category in dict.fromkeys(map(category_of, sc.failed_hidden)) if sc.specific else ():
+        hint = sc.exercise.category_hint(category)
+        if hint is not None:
+            hints.append((category, hint.pitfall))
+    return text, hints
+
+
+def num(x: float) -> str:
+    return f"{x:g}"
+
+
+# ------------------------------------------------------------------------------------------
+# Markdown
+# ------------------------------------------------------------------------------------------
+
+
+def feedback_markdown(row: Row) -> str:
+    """The feedback as Markdown (see the module docstring for what is shown and escaped).
+    A build piece that is minijit's own code gets that one line."""
+    lines = [f"# Feedback: {md_text(row.student, 200)}", "",
+             f"**Total: {num(row.total)} / {num(row.max_total)} points.** "
+             f"Status: {md_code(row.status)}.", ""]
+    for title, texts in (("What happened when your notebook ran", shown_events(row)),
+                         ("Adjustments", adjustments(row))):
+        if texts:
+            lines += [f"## {title}", ""]
+            for text in texts:
+                lines += md_item(0, "", text)
+            lines.append("")
+    lines += ["| exercise | points | public cases | hidden cases |", "|---|---|---|---|"]
+    for sc in row.scores.values():
+        lines.append(f"| {md_text(sc.exercise.id, 200)} | {num(sc.points)} / "
+                     f"{num(sc.exercise.points)} | {sc.public[0]}/{sc.public[1]} | "
+                     f"{sc.hidden[0]}/{sc.hidden[1]} |")
+    for sc in row.scores.values():
+        if sc.points != sc.exercise.points:
+            lines += ["", *_exercise_lines(sc)]
+    return "\n".join(lines) + "\n"
+
+
+def _exercise_lines(sc: ExerciseScore) -> list[str]:
+    lines = [f"## {md_text(sc.exercise.id, 200)}: {md_text(sc.exercise.title, 200)}", ""]
+    if sc.outcome != "ran":
+        lines.append(f"Not graded further: {OUTCOME_WORDS.get(sc.outcome, sc.outcome)}.")
+        lines.append("")
+    if sc.not_own:
+        return lines + md_item(0, "Every case failed: ", f"{sc.not_own}.")
+    for fc in sc.failed_public:
+        head = f"**{md_text(fc.name, 200)}**: expected {md_code(describe(fc.expected))}"
+        missing = no_result(sc, fc)
+        if missing:
+            lines += md_item(0, f"{head}; no result: {md_text(missing)}.")
+        else:
+            lines += md_item(0, f"{head}, got {md_code(describe(fc.got))}.")
+            lines += md_item(2, "Why: ", fc.reason)
+        lines += md_item(2, "Hint: ", fc.hint)
+    summary = hidden_summary(sc)
+    if summary:  # one line: its categories are the exercise's words, not a submission's
+        lines.append(f"- {md_text(summary[0])}")
+        for category, hint in summary[1]:
+            lines += md_item(2, f"Hint for {md_text(category, 200)}: ", hint)
+    return lines

@@ -7,8 +7,8 @@ happened. The steps:
 
 1. Read the file with nbformat. Unreadable JSON or a non-notebook is ``invalid_notebook``.
    Only the *source* of code cells is kept: outputs and metadata are the submitter's and
-   are ignored (tags such as ``skip-execution`` too), except that an error in a cell
-   tagged ``raises-exception`` is a note rather than an ``error`` status.
+   are ignored (tags such as ``skip-execution`` too), except that a cell tagged
+   ``raises-exception`` is expected to raise: no event when it does, a note when not.
 2. Start a fresh kernel (the grader's own interpreter, in a sandbox of its own when
    ``limits.sandbox`` is set: :mod:`minijit.grading.kernel`), record the
    IPython transformers it starts with, then run the code cells one by one with nbclient,
@@ -116,7 +116,7 @@ class InvalidNotebook(ValueError):
 class SubmittedCell:
     source: str
     # A cell tagged raises-exception fails on purpose (a chapter's demonstration); its error
-    # is then a note, not an ``error`` status. Trusting the tag costs nothing: it never
+    # is then no event, not an ``error`` status. Trusting the tag costs nothing: it never
     # changes a score, only how the row is labelled.
     expects_error: bool = False
 
@@ -149,19 +149,23 @@ def read_submission(path: str | os.PathLike) -> list[SubmittedCell]:
 
 
 def _label(sources: list[str], index: int) -> str:
-    """``code cell 4 (ex02_where)``: the cell's number and the exercise it belongs to."""
-    where = f"code cell {index + 1}"
+    """A cell named as the learner sees it, never by a number (the grader's count of code
+    cells is not one the notebook shows): ``the ex02_where cell``, ``the check("ex02_where")
+    cell``, or ``the cell after ex02_where starting `y = f(x)` `` (its first line, cut
+    short; before any exercise, ``the cell starting ...``)."""
     header = exercise_header(sources[index])
     if header:
-        return f"{where} ({header[0]})"
+        return f"the {header[0]} cell"
     checked = check_call(sources[index])
     if checked:
-        return f"{where} (check {checked})"
+        return f'the check("{checked}") cell'
+    first = next((ln.strip() for ln in sources[index].splitlines() if ln.strip()), "")
+    first = first if len(first) <= 60 else first[:57] + "..."
     for before in range(index - 1, -1, -1):
         header = exercise_header(sources[before])
         if header:
-            return f"{where} (after {header[0]})"
-    return where
+            return f"the cell after {header[0]} starting `{first}`"
+    return f"the cell starting `{first}`"
 
 
 def _env_changes(before: dict[str, Any], after: dict[str, Any], hidden: bool = False,
@@ -280,12 +284,16 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
         label = _label(sources, i)
         first = i not in seen  # a replayed cell's error was reported the first time
         seen.add(i)
-        if outcome == "error" and first:
-            if cell.expects_error:
-                result.add(NOTE, f"{label}: raised {detail.split(':')[0]}, as its "
-                                 "raises-exception tag says")
-            else:
-                result.add("error", f"{label}: {detail}")
+        if cell.expects_error and outcome in ("ok", "error", "not_attempted"):
+            # A chapter's demonstration that raised, as its raises-exception tag says, is
+            # nothing that happened to the learner's work: no event. One that did not raise
+            # may be (the code it demonstrates on behaves otherwise). The tag names no
+            # exception class, so what it raised is not judged.
+            if outcome == "ok" and first:
+                result.add(NOTE, f"{label} did not raise, though it is tagged "
+                                 "raises-exception: the error it demonstrates did not happen")
+        elif outcome == "error" and first:
+            result.add("error", f"{label}: {detail}")
         elif outcome == "not_attempted" and first:
             result.add(NOTE, f"{label}: not attempted")
         elif outcome == "timeout":

@@ -1,0 +1,175 @@
+"""The feedback as one self-contained page, ``<name>.html``, and the writer of both files.
+
+The page shows what ``<name>.md`` shows (:mod:`minijit.grading.feedback` decides what that
+is, and what is never shown), and also the student's own answer: the code cells of each
+exercise, read from the submitted notebook as JSON data in the grader's process, never run.
+Invariants:
+
+- *No markup from a submission:* every string not spelled here goes through
+  :func:`html.escape` (after :func:`~minijit.grading.feedback.clean`), into element text
+  only. Every tag and attribute of the page is this module's (the tags are :data:`TAGS`);
+  no attribute holds data.
+- *Self-contained and inert:* inline CSS, no script, no external resource, and a
+  Content-Security-Policy that forbids anything but the inline style, so a page an LMS or a
+  browser shows runs nothing even if it were altered.
+- *Capped:* a notebook over :data:`MAX_NOTEBOOK_BYTES` (or not a regular file) shows no
+  answer; each exercise shows at most :data:`MAX_CELLS` cells of :data:`MAX_CELL_CHARS`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from html import escape
+from pathlib import Path
+
+from .cases import describe
+from .feedback import (
+    adjustments,
+    clean,
+    feedback_markdown,
+    hidden_summary,
+    no_result,
+    num,
+    shown_events,
+)
+from .files import replace_file
+from .notebook import check_call, exercise_header
+from .scoring import OUTCOME_WORDS, ExerciseScore, Row
+
+MAX_NOTEBOOK_BYTES = 8 * 2**20
+MAX_CELLS = 6
+MAX_CELL_CHARS = 8000
+TAGS = frozenset({"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "strong",
+                  "code", "pre", "span", "ul", "li", "table", "thead", "tbody", "tr", "th",
+                  "td", "section", "details", "summary"})
+CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto;
+       padding: 0 1rem; line-height: 1.45; color: #1b1b1b; }
+.t, pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+pre { background: #f4f4f4; padding: .6rem; border-radius: 4px; font-size: .9em; }
+table { border-collapse: collapse; } th, td { border: 1px solid #ccc; padding: .2rem .6rem; }
+.full { color: #17692b; } .lost { color: #a4161a; }
+"""
+
+
+def _t(text: object, limit: int = 2000) -> str:
+    """Literal text, on as many lines as it has (``.t`` keeps its line breaks)."""
+    return f'<span class="t">{escape(clean(text, limit))}</span>'
+
+
+def _code(text: object) -> str:
+    return f"<code>{escape(clean(text, 200))}</code>"
+
+
+def feedback_html(row: Row) -> str:
+    """The feedback page of ``row`` (see the module docstring)."""
+    name = escape(clean(row.student, 200))
+    body = [f"<h1>Feedback: {name}</h1>",
+            f"<p><strong>Total: {num(row.total)} / {num(row.max_total)} points.</strong> "
+            f"Status: {_code(row.status)}.</p>"]
+    for title, texts in (("What happened when your notebook ran", shown_events(row)),
+                         ("Adjustments", adjustments(row))):
+        if texts:
+            body += [f"<h2>{title}</h2>", "<ul>", *(f"<li>{_t(t)}</li>" for t in texts),
+                     "</ul>"]
+    body += ["<table><thead><tr><th>exercise</th><th>points</th><th>public cases</th>"
+             "<th>hidden cases</th></tr></thead><tbody>"]
+    for sc in row.scores.values():
+        body.append(f"<tr><td>{_t(sc.exercise.id, 200)}</td><td>{num(sc.points)} / "
+                    f"{num(sc.exercise.points)}</td><td>{sc.public[0]}/{sc.public[1]}</td>"
+                    f"<td>{sc.hidden[0]}/{sc.hidden[1]}</td></tr>")
+    body.append("</tbody></table>")
+    answers = answer_cells(row.path)
+    for sc in row.scores.values():
+        body += _exercise(sc, answers.get(sc.exercise.id, []))
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        f"<title>Feedback: {name}</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
+        *body, "</body>", "</html>", ""])
+
+
+def _exercise(sc: ExerciseScore, cells: list[str]) -> list[str]:
+    ex = sc.exercise
+    full = sc.points == ex.points
+    out = ["<section>", f'<h2 class="{"full" if full else "lost"}">{_t(ex.id, 200)}: '
+                        f"{_t(ex.title, 200)}</h2>"]
+    if full:
+        out.append("<p>Every case passed.</p>")
+    elif sc.outcome != "ran":
+        out.append(f"<p>Not graded further: {OUTCOME_WORDS.get(sc.outcome, sc.outcome)}.</p>")
+    if sc.not_own:
+        out.append(f"<p>Every case failed: {_t(sc.not_own)}.</p>")
+    elif sc.failed_public:
+        out.append("<ul>")
+        for fc in sc.failed_public:
+            head = f"<strong>{_t(fc.name, 200)}</strong>: expected {_code(describe(fc.expected))}"
+            missing = no_result(sc, fc)
+            if missing:
+                out.append(f"<li>{head}; no result: {_t(missing)}.<ul>")
+            else:
+                out.append(f"<li>{head}, got {_code(describe(fc.got))}.<ul>"
+                           f"<li>Why: {_t(fc.reason)}</li>")
+            out.append(f"<li>Hint: {_t(fc.hint)}</li></ul></li>")
+        out.append("</ul>")
+    summary = None if sc.not_own else hidden_summary(sc)
+    if summary:
+        out.append(f"<p>{_t(summary[0])}</p>")
+        if summary[1]:
+            out += ["<ul>", *(f"<li>Hint for {_t(c, 200)}: {_t(h)}</li>" for c, h in summary[1]),
+                    "</ul>"]
+    if cells:
+        out += [f"<details><summary>Your answer ({len(cells)} "
+                f"cell{'s' if len(cells) > 1 else ''})</summary>",
+                *(f"<pre><code>{escape(clean(c, MAX_CELL_CHARS))}</code></pre>" for c in cells),
+                "</details>"]
+    return out + ["</section>"]
+
+
+def answer_cells(path: str | os.PathLike | None) -> dict[str, list[str]]:
+    """Each exercise's code cells in the notebook at ``path``: its ``# EXERCISE`` cell and
+    the code cells after it, up to its ``check(...)`` cell or the next exercise, at most
+    :data:`MAX_CELLS`. Read as JSON data, never run; ``{}`` when the file is not a regular
+    file of at most :data:`MAX_NOTEBOOK_BYTES` holding a notebook."""
+    try:
+        # O_NONBLOCK: a FIFO standing where the notebook was must not block the grader
+        fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NOTEBOOK_BYTES:
+                return {}
+            cells = json.loads(f.read(MAX_NOTEBOOK_BYTES + 1))["cells"]
+        sources = [_source(c) for c in cells if isinstance(c, dict)
+                   and c.get("cell_type") == "code"]
+    except Exception:  # noqa: BLE001 - whatever the file is, the page shows no answer
+        return {}
+    found: dict[str, list[str]] = {}
+    current = None  # the exercise whose cells come now
+    for source in filter(str.strip, sources):
+        header = exercise_header(source)
+        if header:
+            current = header[0]
+        elif check_call(source):
+            current = None
+        if current is not None and len(found.setdefault(current, [])) < MAX_CELLS:
+            found[current].append(source)
+    return found
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, list):
+        source = "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def write_feedback(path: str | os.PathLike, row: Row) -> None:
+    """``path`` (``<name>.md``) and the page next to it (``<name>.html``), each written
+    through a temporary file (a symlink standing there is replaced, not followed)."""
+    md = Path(path)
+    for target, text in ((md, feedback_markdown(row)),
+                         (md.with_suffix(".html"), feedback_html(row))):
+        replace_file(target, text.encode("utf-8", "backslashreplace"))
