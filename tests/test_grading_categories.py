@@ -32,7 +32,7 @@ from minijit.grading.cases import (
 from minijit.grading.checking import run_public_cases
 from minijit.grading.feedback import feedback_markdown
 from minijit.grading.probing import get
-from minijit.grading.release import render_module
+from minijit.grading.released_module import render_module
 from minijit.grading.runner import RunResult
 from minijit.grading.scoring import build_plan, make_row
 

@@ -435,7 +435,7 @@ def test_probe_failures_are_marked_and_never_match_raises():
 
 
 def test_results_cannot_pose_as_errors_or_arrays():
-    from minijit.grading.probing import NotGradable, to_data
+    from minijit.grading.plain_data import NotGradable, to_data
 
     for forged in ({"__error__": {"type": "TypeError"}}, {"__array__": {"data": [1]}}):
         with pytest.raises(NotGradable, match="reserved"):

@@ -188,7 +188,7 @@ def _load_released(release: Path) -> dict:
 
 
 def test_released_exercises_have_public_cases_only(release):
-    from minijit.grading.release import ReferenceNotReleased
+    from minijit.grading.released_module import ReferenceNotReleased
 
     released = _load_released(release)
     ids = {ex.id: ex for m in released.values() for ex in m.EXERCISES}
@@ -377,7 +377,7 @@ def test_a_probe_that_imports_from_an_exercise_module_is_refused():
     """Such an import works in the instructor's copy and fails in the release (where the
     module holds probes and public cases only), so the release refuses to be written."""
     from minijit.grading.cases import Case, Exercise
-    from minijit.grading.release import ReleaseError, render_module
+    from minijit.grading.released_module import ReleaseError, render_module
 
     ex = Exercise(id="ex99_helper", points=1, title="t", chapter="99_x", section="1. s", hint="h",
                   probe=probe_helper_import, reference=lambda: {},

@@ -36,7 +36,8 @@ from minijit.grading.notebook import (
     strip_solutions,
     validate_solution,
 )
-from minijit.grading.probing import NotGradable, encode, run_probe, to_data
+from minijit.grading.plain_data import NotGradable, encode, to_data
+from minijit.grading.probing import run_probe
 from minijit.grading.registry import RegistryError, load_exercises, load_hidden_cases
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,26 +12,36 @@
 
 One idea per module:
 
-    cases.py      Exercise and Case; compare() on plain data
-    probing.py    the probes' prelude: runs in-process and, shipped as source, in kernels
+    cases.py      Exercise and Case
+    comparing.py  compare() and describe() on plain data
+    plain_data.py what a probe may return, and its JSON text
+    probing.py    the probes: run in-process and, shipped as source, in kernels
+    prelude.py    the grader's entry point in a kernel (install, serve)
     registry.py   where exercises come from (the course, extra modules, hidden-case folders)
     checking.py   check(), the in-notebook feedback table
     expected.py   check()'s expected values, computed in an interpreter of their own
     notebook.py   solution/exercise notebook conventions; generate and --check
     channel.py    how the grader asks a kernel for results (user expressions + nonce)
+    cpus.py       how many CPUs the grader may use (cgroup quota included)
+    limits.py     a submission's time limits and sandbox
     kernel.py     one grading kernel: start, run a cell, request, interrupt, stop
     sandbox.py    the bubblewrap sandbox each grading kernel runs in
     runner.py     one submission, whatever it does: limits, restarts, events
+    run_result.py what a run gives back: raw results, events, status words
     scoring.py    expected values (trusted side) and points
     pool.py       the worker processes, watched: deadlines, deaths, nothing left running
+    process_tree.py every process below a pid, found and killed
     submissions.py which files, which students, which exercises a batch grades
     files.py      output files written atomically, links replaced, never followed
-    gradebook.py  the gradebook CSV: rows appended and fsync'd, never lost
+    gradebook.py  the gradebook CSV: rows appended and fsync'd, merged, backed up, never lost
+    adjust.py     the instructor's overrides and late penalties, reapplied on every run
+    shards.py     one batch on many machines: --shard K/N, and merging the shards' CSVs
     feedback.py   each student's feedback
     stats.py      class statistics of a gradebook: per exercise, per case, histograms
     export.py     a gradebook for an LMS (Canvas, Moodle, Gradescope, CSV) through a roster
     batch.py      the batch: workers, progress bar, signals; grade()
     release.py    the student release: the course without solutions or reference solutions
+    released_module.py  one released exercise module, and its check
     __main__.py   the command line
     exercises/    the course's exercises, one module per chapter
 

@@ -15,9 +15,9 @@ reply to that request. Why this channel rather than an injected code cell:
 Two kinds of request:
 
 - :func:`setup_expression`, sent once to a new kernel before any learner code runs: it
-  executes the probes' prelude (:mod:`minijit.grading.probing`, shipped as source) in a fresh
+  executes the probes' prelude (:mod:`minijit.grading.prelude`, shipped as source) in a fresh
   dictionary whose builtins are a private copy of the pristine ones, and registers the
-  prelude's ``serve`` under a key private to this kernel (see ``probing.install``).
+  prelude's ``serve`` under a key private to this kernel (see ``prelude.install``).
 - :func:`expression`, one per batch of probe calls: it reaches ``serve`` without looking up
   any name at all (the eval runs in the notebook's namespace, where a global ``__import__``
   or ``__builtins__`` would shadow anything looked up by name): only attribute access on
@@ -47,9 +47,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import probing
+from . import plain_data, prelude, probing
 
-PRELUDE_SOURCE = inspect.getsource(probing)
+_PRELUDE_MODULES = {"plain_data": plain_data, "probing": probing, "prelude": prelude}
+
+
+def prelude_source() -> str:
+    """The probes' prelude as one program: the source of each module of
+    :data:`minijit.grading.prelude.SHIPPED`, in order, without their imports of each other
+    (in one namespace their names are simply there) and with a single ``__future__`` line.
+    """
+    parts = ["from __future__ import annotations\n"]
+    for name in prelude.SHIPPED:
+        source = inspect.getsource(_PRELUDE_MODULES[name])
+        lines = source.splitlines(keepends=True)
+        for node in ast.parse(source).body:
+            dropped = isinstance(node, ast.ImportFrom) and (
+                node.level > 0 or node.module == "__future__")
+            if dropped:
+                for i in range(node.lineno - 1, node.end_lineno):
+                    lines[i] = "\n"  # blank, not removed: line numbers stay the module's
+        parts.append("".join(lines))
+    return "\n".join(parts)
+
+
+PRELUDE_SOURCE = prelude_source()
 
 # Runs in the kernel at setup: executes the prelude in a fresh dict whose builtins are a
 # private copy, and installs it. Written against the builtins module passed in (the kernel is

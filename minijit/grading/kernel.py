@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,21 @@ def first_line(text: str, limit: int = 160) -> str:
     """The first line of an error message, shortened: enough for a gradebook cell."""
     line = text.strip().split("\n", 1)[0]
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def sendable(source: str) -> str:
+    """``source`` as a kernel message can carry it: each lone surrogate (``"\\udcff"``, which
+    JSON and Python allow in a string but UTF-8 cannot encode) written as its escape.
+
+    jupyter_client encodes messages as UTF-8 (surrogateescape: U+DC80..U+DCFF become raw
+    bytes the kernel decodes as U+FFFD, the others fail to encode at all). Inside a string
+    literal, where such a character can stand in code that runs, the escape means exactly
+    the same character; in a comment it changes nothing; a raw string gets the escape's text.
+    """
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", source)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 KERNEL_ARGS = ["-m", "ipykernel_launcher", "-f", "{connection_file}",
@@ -135,7 +151,7 @@ class Kernel:
         """``(outcome, detail)``; outcome is ok / error / not_attempted / timeout / died /
         exit (the cell called ``exit()``) / broken (the kernel's messages are unreadable)."""
         cell = self.client.nb.cells[index]
-        cell.source = source
+        cell.source = sendable(source)
         self.client.timeout = max(1, int(timeout + 0.999))
         self.client.last_reply = None
         try:

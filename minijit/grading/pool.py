@@ -18,6 +18,11 @@ it keep its promises whatever a submission does to its worker:
 On Linux each worker is a child subreaper: a process that a notebook detaches (a double
 fork) is re-parented to its worker rather than to init, so it is found, and killed when its
 submission ends. Workers are named ``minijit-worker`` (``ps``, ``top``; tests find them so).
+
+Nothing is left in the system's temporary folder either: each worker's temporary files (the
+runner's working folders) go in a folder of its own (``tempfile.tempdir``) under the pool's
+:attr:`WorkerPool.scratch`; the pool removes a worker's folder when the worker is lost, and
+the whole scratch folder when it closes. A worker that outlives its pool removes its own.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ import contextlib
 import ctypes
 import multiprocessing
 import os
+import shutil
 import signal
-import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +43,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
 from typing import Any
 
+from .process_tree import kill_tree
+
 # What happened to a submission, as WorkerPool.wait reports it.
 DONE = "done"  # the target returned; ``value`` is what it returned
 FAILED = "failed"  # the target raised; ``value`` says what, in words
@@ -44,8 +52,6 @@ DIED = "died"  # the worker died while holding it; ``value`` says how
 OVERRAN = "overran"  # the worker was still busy at its deadline and was killed
 
 WORKER_NAME = b"minijit-worker"
-_KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
-_STOP = getattr(signal, "SIGSTOP", None)
 
 
 @dataclass(frozen=True)
@@ -54,80 +60,6 @@ class Outcome:
     kind: str  # DONE, FAILED, DIED or OVERRAN
     value: Any
     seconds: float
-
-
-# ----------------------------------------------------------------------------------------
-# Process trees
-# ----------------------------------------------------------------------------------------
-
-
-def _children() -> dict[int, list[int]]:
-    """Parent pid -> child pids, for every process this user can see."""
-    kids: dict[int, list[int]] = {}
-    if os.path.isdir("/proc"):
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:  # it ended meanwhile
-                continue
-            # The command name is in parentheses and may hold spaces and parentheses.
-            fields = stat.rsplit(b")", 1)[-1].split()
-            if len(fields) >= 2 and fields[1].isdigit():
-                kids.setdefault(int(fields[1]), []).append(int(entry))
-        return kids
-    try:
-        listing = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], check=False,
-                                 capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return kids
-    for line in listing.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-            kids.setdefault(int(parts[1]), []).append(int(parts[0]))
-    return kids
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (children, their children, ...), as seen right now."""
-    kids = _children()
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in kids.get(todo.pop(), []):
-            if child != pid and child not in found:
-                found.append(child)
-                todo.append(child)
-    return found
-
-
-def _signal(pid: int, sig: int) -> None:
-    with contextlib.suppress(OSError):
-        os.kill(pid, sig)
-
-
-def kill_tree(pid: int, *, include_root: bool = True) -> list[int]:
-    """SIGKILL every process below ``pid`` (and ``pid`` itself unless told not to).
-
-    Each process found is stopped (SIGSTOP) before the tree is read again, until no new
-    one appears: a stopped process cannot fork, so nothing escapes by forking while the
-    tree is being walked. Returns the pids that were signalled.
-    """
-    stopped: list[int] = []
-    for _ in range(20):
-        found = [p for p in ([pid] if include_root else []) + descendants(pid)
-                 if p not in stopped]
-        if not found:
-            break
-        for p in found:
-            if _STOP is not None:
-                _signal(p, _STOP)
-            stopped.append(p)
-    for p in stopped:
-        _signal(p, _KILL)
-    return stopped
 
 
 # ----------------------------------------------------------------------------------------
@@ -154,7 +86,23 @@ def _terminate(signum: int, frame: Any) -> None:
     # SIGTERM to a worker (``timeout`` and CI runners signal the whole process group): the
     # kernels it started end with it, instead of living on without their grader.
     _reap(kill_tree(os.getpid(), include_root=False))
+    _remove_scratch()
     os._exit(128 + signum)
+
+
+def scratch_folder(scratch: str, pid: int) -> str:
+    """The temporary folder of the worker ``pid`` in the pool's ``scratch`` folder."""
+    return os.path.join(scratch, f"worker-{pid}")
+
+
+def _remove_scratch() -> None:
+    """Remove this worker's temporary folder, and the pool's if it is the last one there
+    (the pool is gone: its main process died)."""
+    mine = tempfile.tempdir
+    if mine and os.path.basename(mine).startswith("worker-"):
+        shutil.rmtree(mine, ignore_errors=True)
+        with contextlib.suppress(OSError):  # not empty: other workers still at work
+            os.rmdir(os.path.dirname(mine))
 
 
 def _reap(pids: Sequence[int]) -> None:
@@ -168,14 +116,19 @@ def _reap(pids: Sequence[int]) -> None:
 def _exit_with_parent(sentinel: int) -> None:
     wait_for([sentinel])
     _reap(kill_tree(os.getpid(), include_root=False))
+    _remove_scratch()
     os._exit(1)
 
 
-def _worker(conn: Connection, target: Callable[..., Any]) -> None:
+def _worker(conn: Connection, target: Callable[..., Any], scratch: str) -> None:
     """A worker's life: announce itself, then one submission per message until told to
-    stop (``None``) or until the main process goes away."""
+    stop (``None``) or until the main process goes away. Its temporary files go in its
+    folder of the pool's ``scratch`` folder."""
     _prctl(15, WORKER_NAME)  # PR_SET_NAME
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+    mine = scratch_folder(scratch, os.getpid())
+    os.makedirs(mine, mode=0o700, exist_ok=True)
+    tempfile.tempdir = mine
     signal.signal(signal.SIGINT, _ignore_interrupt)
     signal.signal(signal.SIGTERM, _terminate)
     parent = multiprocessing.parent_process()
@@ -203,6 +156,7 @@ def _worker(conn: Connection, target: Callable[..., Any]) -> None:
         except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
             conn.send((FAILED, index, f"the result could not be sent: "
                                       f"{type(exc).__name__}: {exc}"))
+    _remove_scratch()
 
 
 # ----------------------------------------------------------------------------------------
@@ -259,12 +213,14 @@ class WorkerPool:
         self.failed: str | None = None
         self.ctx = _context()
         self.workers: list[_Worker] = []
+        # The workers' temporary folders, one each (see the module docstring).
+        self.scratch = tempfile.mkdtemp(prefix="minijit-grade-")
         self._fill()
 
     def _fill(self) -> None:
         while len(self.workers) < self.jobs and self.failed is None:
             mine, theirs = self.ctx.Pipe()
-            process = self.ctx.Process(target=_worker, args=(theirs, self.target),
+            process = self.ctx.Process(target=_worker, args=(theirs, self.target, self.scratch),
                                        name="minijit-worker", daemon=True)
             process.start()
             theirs.close()
@@ -291,6 +247,8 @@ class WorkerPool:
         with contextlib.suppress(OSError):
             w.conn.close()
         w.process.join(timeout=5)
+        # what a killed worker was writing (a submission's working folder, say)
+        shutil.rmtree(scratch_folder(self.scratch, w.process.pid), ignore_errors=True)
 
     def _lost(self, w: _Worker, kind: str, value: Any, now: float) -> list[Outcome]:
         task, booting = w.task, not w.ready
@@ -363,3 +321,4 @@ class WorkerPool:
                 kill_tree(w.process.pid)
         for w in list(self.workers):
             self._remove(w)
+        shutil.rmtree(self.scratch, ignore_errors=True)

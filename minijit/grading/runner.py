@@ -40,14 +40,13 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import nbformat
 
 from .channel import (
     ChannelError,
-    ProbeCall,
     expression,
     new_key,
     new_mac_key,
@@ -59,53 +58,13 @@ from .channel import user_expression_key as _key
 from .kernel import Kernel, first_line
 from .limits import Limits
 from .notebook import check_call, exercise_header
-from .probing import FORGERY_PHRASES, HOOK_PHRASES
-
-# Status words, worst first. A submission's status is the worst event it produced.
-STATUS_ORDER = ("not_graded", "invalid_notebook", "grader_error", "kernel_died", "timeout",
-                "tampered", "error", "ok")
-NOTE = "note"  # informative events that do not change the status (e.g. "not attempted")
-
-
-@dataclass(frozen=True)
-class ExercisePlan:
-    """What to run for one exercise: its probe calls (public ones in ``calls``, hidden and
-    private ones in ``hidden``), no expected value."""
-
-    id: str
-    calls: tuple[ProbeCall, ...]
-    hidden: tuple[ProbeCall, ...] = ()
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: str  # one of STATUS_ORDER (not "ok") or NOTE
-    message: str
-
-
-@dataclass
-class RunResult:
-    """Raw outcome of one submission; scoring happens in the grader's main process."""
-
-    results: dict[str, Any] = field(default_factory=dict)
-    # exercise id -> "ran", or the kind of event that stopped its probes
-    outcome: dict[str, str] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    seconds: float = 0.0
-    # The notebook imported the grader's reference solutions, or had a trace or profile hook
-    # set when the grader's requests came: no exercise of it counts.
-    voided: bool = False
-    # Replaced minijit.grading names reported after the public cases (see _env_changes).
-    replaced_seen: set = field(default_factory=set)
-
-    def add(self, kind: str, message: str) -> None:
-        if Event(kind, message) not in self.events:
-            self.events.append(Event(kind, message))
-
-    @property
-    def status(self) -> str:
-        kinds = {e.kind for e in self.events}
-        return next((s for s in STATUS_ORDER if s in kinds), "ok")
+from .prelude import FORGERY_PHRASES, HOOK_PHRASES
+from .run_result import (  # noqa: F401 - STATUS_ORDER: read from here by the gradebook
+    NOTE,
+    STATUS_ORDER,
+    ExercisePlan,
+    RunResult,
+)
 
 
 class InvalidNotebook(ValueError):
@@ -219,14 +178,16 @@ async def _run(path: str, plan: tuple[ExercisePlan, ...], limits: Limits,
 
     skip: set[int] = set()
     seen: set[int] = set()
+    slow: set[str] = set()  # exercises one of whose cells ran past the cell timeout
     # All public cases before any hidden one (see the module docstring).
     pending = [(ex, False) for ex in plan] + [(ex, True) for ex in plan if ex.hidden]
+    # in a grader worker, inside its own folder, which the pool removes (pool.py)
     cwd = tempfile.mkdtemp(prefix="minijit-grade-")
     try:
         for _ in range(limits.max_kernel_starts):
             kernel = Kernel(limits, cwd, len(cells))
             try:
-                restart = await _attempt(kernel, cells, pending, skip, seen, limits,
+                restart = await _attempt(kernel, cells, pending, skip, seen, slow, limits,
                                          deadline, result)
             finally:
                 await kernel.stop()
@@ -245,9 +206,14 @@ async def _run(path: str, plan: tuple[ExercisePlan, ...], limits: Limits,
 
 async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
                    pending: list[tuple[ExercisePlan, bool]],
-                   skip: set[int], seen: set[int], limits: Limits, deadline: float,
-                   result: RunResult) -> bool:
-    """One kernel's worth of work; True when a new kernel is needed to go on."""
+                   skip: set[int], seen: set[int], slow: set[str], limits: Limits,
+                   deadline: float, result: RunResult) -> bool:
+    """One kernel's worth of work; True when a new kernel is needed to go on.
+
+    An endless loop in an answer costs one cell timeout, not one per request that calls it:
+    the tests of an exercise whose cell already ran past the limit (``slow``) get a quarter
+    of it, and once an exercise's public tests ran past their time its hidden ones are not
+    sent (they would call the same code again)."""
 
     def left() -> float:
         return deadline - time.monotonic()
@@ -298,6 +264,9 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
             result.add(NOTE, f"{label}: not attempted")
         elif outcome == "timeout":
             skip.add(i)
+            owner = _exercise_of(sources, i)
+            if owner is not None:
+                slow.add(owner)
             if out_of_time():
                 return False
             result.add("timeout", f"{label} ran past {limits.cell_timeout:g} s and was "
@@ -329,13 +298,23 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
         if out_of_time():
             return False
         calls = ex.hidden if hidden else ex.calls
+        if hidden and result.outcome.get(ex.id) == "timeout":
+            pending.pop(0)
+            result.add("timeout", f"{ex.id}: its hidden tests were not run: they call the "
+                                  "same code as the public ones, which ran past the limit")
+            continue
+        # its cell ran past the limit already: a quarter more is enough for a right answer
+        budget = limits.cell_timeout / 4 if ex.id in slow and not hidden else limits.cell_timeout
         nonce = new_nonce()
         reply = await kernel.request({_key(nonce): expression(calls, nonce, key)},
-                                     min(limits.cell_timeout, left()))
+                                     min(budget, left()))
         pending.pop(0)
         if reply == "timeout":
             result.outcome[ex.id] = "timeout"
-            result.add("timeout", f"{ex.id}: the tests ran past {limits.cell_timeout:g} s")
+            why = (f", a quarter of the cell limit, since its cell had run past "
+                   f"{limits.cell_timeout:g} s already (an endless loop?)"
+                   if budget < limits.cell_timeout else "")
+            result.add("timeout", f"{ex.id}: the tests ran past {budget:g} s{why}")
             if not await kernel.interrupt_and_settle():
                 return bool(pending)
             continue
@@ -366,6 +345,15 @@ async def _attempt(kernel: Kernel, cells: list[SubmittedCell],
         # an exercise whose public request failed stays failed
         result.outcome.setdefault(ex.id, "ran")
     return False
+
+
+def _exercise_of(sources: list[str], index: int) -> str | None:
+    """The exercise a cell belongs to: the one its header names, or the last one above it."""
+    for before in range(index, -1, -1):
+        header = exercise_header(sources[before])
+        if header:
+            return header[0]
+    return None
 
 
 async def _environment(kernel: Kernel, key: str, mac_key: str, timeout: float
