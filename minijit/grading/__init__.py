@@ -36,7 +36,8 @@ One idea per module:
     gradebook.py  the gradebook CSV: rows appended and fsync'd, merged, backed up, never lost
     adjust.py     the instructor's overrides and late penalties, reapplied on every run
     shards.py     one batch on many machines: --shard K/N, and merging the shards' CSVs
-    feedback.py   each student's feedback
+    feedback.py   each student's feedback: what is shown, escaped; the Markdown file
+    feedback_html.py  the same as a self-contained page; writes both files
     stats.py      class statistics of a gradebook: per exercise, per case, histograms
     export.py     a gradebook for an LMS (Canvas, Moodle, Gradescope, CSV) through a roster
     batch.py      the batch: workers, progress bar, signals; grade()
