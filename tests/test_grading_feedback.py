@@ -173,7 +173,9 @@ def test_answer_cells_are_read_as_data_and_capped(tmp_path):
              "after = 3", "# EXERCISE ex00_b (1 point)\nz = 4"]
     nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": c} for c in cells]}))
     assert answer_cells(nb) == {"ex00_a": [cells[1], cells[2]], "ex00_b": [cells[5]]}
-    for bad in (None, tmp_path / "missing.ipynb", tmp_path):
+    link = tmp_path / "link.ipynb"  # the grader reads no link leading out of its folder
+    link.symlink_to(nb)
+    for bad in (None, tmp_path / "missing.ipynb", tmp_path, link):
         assert answer_cells(bad) == {}
     nb.write_text("[" * 100_000)
     assert answer_cells(nb) == {}

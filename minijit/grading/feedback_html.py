@@ -2,7 +2,8 @@
 
 The page shows what ``<name>.md`` shows (:mod:`minijit.grading.feedback` decides what that
 is, and what is never shown), and also the student's own answer: the code cells of each
-exercise, read from the submitted notebook as JSON data in the grader's process, never run.
+exercise, read from the submitted notebook as JSON data in the grader's process (never run,
+never through a link).
 Invariants:
 
 - *No markup from a submission:* every string not spelled here goes through
@@ -133,10 +134,13 @@ def answer_cells(path: str | os.PathLike | None) -> dict[str, list[str]]:
     """Each exercise's code cells in the notebook at ``path``: its ``# EXERCISE`` cell and
     the code cells after it, up to its ``check(...)`` cell or the next exercise, at most
     :data:`MAX_CELLS`. Read as JSON data, never run; ``{}`` when the file is not a regular
-    file of at most :data:`MAX_NOTEBOOK_BYTES` holding a notebook."""
+    file of at most :data:`MAX_NOTEBOOK_BYTES` holding a notebook, or is a link: ``path`` is
+    the submission's path as given (a row's), and a link there may point at a file the
+    grader refused to read (outside the submissions folder: the course's solutions, say)."""
     try:
-        # O_NONBLOCK: a FIFO standing where the notebook was must not block the grader
-        fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK)
+        # O_NOFOLLOW: see above; O_NONBLOCK: a FIFO standing there must not block the grader
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(os.fspath(path), flags)
         with os.fdopen(fd, "rb") as f:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NOTEBOOK_BYTES:
