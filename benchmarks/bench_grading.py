@@ -1,16 +1,22 @@
-"""How fast does the batch grader go? N copies of a solution notebook, graded on J cores.
+"""How fast does the batch grader go? N copies of a solution notebook, graded at 1, 2 and
+all usable jobs.
 
-    python benchmarks/bench_grading.py                      # 40 submissions, 2 jobs
+    python benchmarks/bench_grading.py                      # 40 submissions; 1, 2, all jobs
+    python benchmarks/bench_grading.py --n 8 --repeat 3     # smaller, three rounds
     python benchmarks/bench_grading.py --n 40 --jobs 2 --cores 2 \\
         --notebook solutions/04_jit_and_the_cache.ipynb
 
-Prints a markdown table: wall time, wall time per submission (the throughput figure; the
-course's goal is at most 2 s per submission on 2 cores), each submission's own time
-(latency, as in the gradebook's ``seconds`` column), the CPU time per submission of the
-workers and kernels together (the figure that other load on the machine disturbs least),
-and what one kernel start costs on its own, since kernel start-up dominates. ``--cores K``
-pins this process and everything it starts (workers, kernels) to K CPUs (Linux), to measure
-"on 2 cores" on a bigger machine.
+Prints one markdown table, a row per number of jobs: wall time per submission (the
+throughput figure; the course's goal is at most 2 s per submission on 2 cores), each
+submission's own time (latency, as in the gradebook's ``seconds`` column), the CPU time per
+submission of the workers and kernels together (the figure that other load on the machine
+disturbs least), and the load average when each run started; then what one kernel start
+costs on its own, since kernel start-up dominates. The runs are interleaved (1, 2, all,
+then again, ``--repeat`` rounds), so that a change of load on the machine falls on every
+row alike. ``--jobs`` grades at the numbers given instead (``--jobs 2`` or ``--jobs
+1,4``). "All usable" is :func:`minijit.grading.cpus.usable_cpus`: the CPUs of the affinity
+mask within the container's quota. ``--cores K`` pins this process and everything it starts
+(workers, kernels) to K CPUs (Linux), to measure "on 2 cores" on a bigger machine.
 """
 
 from __future__ import annotations
@@ -51,10 +57,45 @@ def kernel_start_seconds(repeat: int = 3) -> float:
     return statistics.median(asyncio.run(once()) for _ in range(repeat))
 
 
+def _jobs(text: str | None) -> list[int]:
+    """The numbers of jobs to grade at: those given, else 1, 2 and all usable CPUs."""
+    from minijit.grading.cpus import usable_cpus
+
+    wanted = [int(j) for j in text.split(",")] if text else [1, 2, usable_cpus()]
+    if any(j < 1 for j in wanted):
+        raise SystemExit(f"--jobs: each number of jobs must be at least 1, got {text!r}")
+    return sorted(set(wanted))
+
+
+def _load() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def grade_once(subs: Path, exercises, jobs: int, tmp: Path) -> dict:
+    """One batch at ``jobs``: wall time, each submission's own time, CPU time, statuses."""
+    from minijit.grading.batch import grade
+
+    out = Path(tempfile.mkdtemp(dir=tmp))  # a fresh gradebook: grade() merges into one
+    load = _load()
+    sampler = _TreeCPU()
+    t0 = time.perf_counter()
+    rows = grade([subs], exercises=exercises, out=out / "gradebook.csv",
+                 feedback_dir=out / "feedback", jobs=jobs, progress=False)
+    wall = time.perf_counter() - t0
+    cpu = sampler.stop()
+    return {"wall": wall, "latencies": [r.seconds for r in rows], "cpu": cpu, "load": load,
+            "statuses": {r.status for r in rows},
+            "full": sum(r.total == r.max_total for r in rows), "rows": len(rows)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=40, help="submissions (default: 40)")
-    parser.add_argument("--jobs", type=int, default=2, help="parallel kernels (default: 2)")
+    parser.add_argument("--jobs", default=None,
+                        help="parallel kernels, one number or several (2 or 1,4; default: "
+                             "1, 2 and all usable CPUs)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of runs, interleaved (default: 1)")
     parser.add_argument("--cores", type=int, default=None,
                         help="pin to this many CPUs (Linux only; default: all)")
     parser.add_argument("--notebook", default=str(REPO / "solutions" / "02_tracing.ipynb"),
@@ -64,47 +105,47 @@ def main() -> None:
     if args.cores:
         os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[: args.cores]))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    jobs = _jobs(args.jobs)
 
-    from minijit.grading.batch import grade
+    from minijit.grading.cpus import usable_cpus
     from minijit.grading.registry import default_exercises
 
     source = Path(args.notebook)
     exercises = default_exercises()
+    runs: dict[int, list[dict]] = {j: [] for j in jobs}
+    load_before = _load()
     with tempfile.TemporaryDirectory() as tmp:
         subs = Path(tmp) / "submissions"
         subs.mkdir()
         for i in range(args.n):
             shutil.copy(source, subs / f"student_{i:03d}.ipynb")
-        sampler = _TreeCPU()
-        t0 = time.perf_counter()
-        rows = grade([subs], exercises=exercises, out=Path(tmp) / "gradebook.csv",
-                     feedback_dir=Path(tmp) / "feedback", jobs=args.jobs, progress=False)
-        wall = time.perf_counter() - t0
-        cpu = sampler.stop()
+        for _ in range(args.repeat):
+            for j in jobs:
+                runs[j].append(grade_once(subs, exercises, j, Path(tmp)))
     start = kernel_start_seconds()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
-    latencies = [r.seconds for r in rows]
-    statuses = sorted({r.status for r in rows})
-    full = sum(r.total == r.max_total for r in rows)
-    print(f"\n## Batch grading: {args.n} copies of `{source.name}`, {args.jobs} jobs, "
-          f"{cores} cores\n")
-    print("| measure | value |")
-    print("|---|---|")
-    print(f"| wall time, whole batch | {wall:.1f} s |")
-    print(f"| **wall time per submission** (goal: at most 2 s) | **{wall / args.n:.2f} s** |")
-    print(f"| one submission's own time: median / max | {statistics.median(latencies):.2f} s / "
-          f"{max(latencies):.2f} s |")
-    print(f"| CPU time per submission (grader, workers, kernels; sampled) | "
-          f"{cpu / args.n:.2f} s |")
-    print(f"| the same over {cores} cores: the floor on an idle machine | "
-          f"{cpu / args.n / cores:.2f} s |")
-    print(f"| one kernel start + shutdown, alone | {start:.2f} s |")
-    print(f"| statuses | {', '.join(statuses)} |")
-    print(f"| full marks | {full} / {len(rows)} |")
-    print(f"\nPython {sys.version.split()[0]}, {os.cpu_count()} CPUs on the machine, load "
-          f"average {load:.1f} when the batch ended (wall times grow with other load; CPU "
-          "times much less).")
+    print(f"\n## Batch grading: {args.n} copies of `{source.name}`, {cores} cores in the "
+          f"affinity mask, {usable_cpus()} usable, {args.repeat} round(s)\n")
+    print("| jobs | **wall per submission**: median (best) | own time: median / max | "
+          "CPU per submission | load average at each start | full marks | statuses |")
+    print("|---|---|---|---|---|---|---|")
+    for j in jobs:
+        done = runs[j]
+        per = [r["wall"] / args.n for r in done]
+        lat = [x for r in done for x in r["latencies"]]
+        cpu = statistics.median(r["cpu"] / args.n for r in done)
+        loads = ", ".join(f"{r['load']:.1f}" for r in done)
+        statuses = ", ".join(sorted(set().union(*(r["statuses"] for r in done))))
+        print(f"| {j} | **{statistics.median(per):.2f} s** ({min(per):.2f} s) | "
+              f"{statistics.median(lat):.2f} s / {max(lat):.2f} s | {cpu:.2f} s | "
+              f"{loads} | "
+              f"{sum(r['full'] for r in done)} / {sum(r['rows'] for r in done)} | "
+              f"{statuses} |")
+    print(f"\nOne kernel start + shutdown, alone: {start:.2f} s. The course's goal: at most "
+          "2 s per submission on 2 cores.")
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs on the machine; load "
+          f"average {load_before:.1f} before the first run and {_load():.1f} after the last "
+          "(wall times grow with other load; CPU times much less).")
 
 
 class _TreeCPU:
