@@ -26,7 +26,8 @@ from minijit.grading.cases import Case, Exercise
 from minijit.grading.feedback import NEWLINE, clean, feedback_markdown
 from minijit.grading.feedback_html import CSP, TAGS, answer_cells, feedback_html, write_feedback
 from minijit.grading.limits import Limits
-from minijit.grading.runner import NOTE, RunResult, _label, run_submission
+from minijit.grading.run_result import NOTE, RunResult
+from minijit.grading.runner import _label, run_submission
 from minijit.grading.scoring import ExerciseScore, FailedCase, Row, build_plan, make_row
 
 HOSTILE = [

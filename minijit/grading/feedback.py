@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from .cases import category_of, count_categories, describe
-from .runner import NOTE
+from .run_result import NOTE
 from .scoring import OUTCOME_WORDS, ExerciseScore, FailedCase, Row
 
 # scoring's reason for a case whose result is missing from a kernel's answer
