@@ -94,6 +94,7 @@ _REACH = ("(lambda T, E: [T.__dict__['__dict__'].__get__(c)['find_spec'].__func_
           " if E('BuiltinImporter', T.__dict__['__name__'].__get__(c))][0])"
           "(().__class__.__class__, ''.__class__.__dict__['__eq__'])")
 
+
 @dataclass(frozen=True)
 class ProbeCall:
     """One case as the kernel sees it: no expected value, no hint, just what to run."""

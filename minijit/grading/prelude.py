@@ -45,6 +45,8 @@ HOOK_PHRASES = frozenset(["a sys.settrace hook", "a sys.setprofile hook",
 FORGERY_PHRASES = frozenset(
     [f"builtins.{name} replaced" for name in GUARDED_BUILTINS]
     + ["a global named __import__", "a global named __builtins__"]) | HOOK_PHRASES
+
+
 def install(ns: Mapping[str, Any], key: str, nonce: str, mac_key: str) -> str:
     """Set up the grader inside a fresh kernel, before any learner code; return the report.
 

@@ -232,7 +232,8 @@ def probe_text(probe: Callable[..., Any], ns: Mapping[str, Any], args: Any) -> s
     return text
 
 
-# Set by install(): what the kernel started with (see the module docstring).
+# Filled by prelude.install in a kernel: what the kernel started with (its modules, hooks,
+# builtins). Empty in the grader's own process, where the probes run for check().
 _PRISTINE: dict = {}
 
 
