@@ -16,8 +16,10 @@ happened. The steps:
    on, as a learner running "all cells" would; a cell that times out is interrupted.
 3. Run each exercise's probes through :mod:`minijit.grading.channel`, one request per
    exercise, so that a probe that loops or kills the kernel costs only that exercise: first
-   the public cases of every exercise, then the hidden ones. A new kernel is set up (the
-   prelude installed, the pristine builtins and hooks kept) before any cell runs.
+   the public cases of every exercise, then the hidden ones. An endless loop costs one
+   cell timeout: hidden cases are not sent after the public ones ran past the limit, and
+   an exercise one of whose cells did gets a quarter of it for its tests. A new kernel is
+   set up (the prelude installed, the pristine builtins and hooks kept) before any cell runs.
    Once hidden cases were sent to a kernel, nothing it says reaches the events (and so the
    gradebook and feedback) but fixed phrases: code of the notebook that reads the hidden
    arguments during a hidden probe (walking the stack, ``gc.get_objects()``) has no way to
