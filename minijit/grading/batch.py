@@ -11,7 +11,14 @@ The work is split by trust:
   each runs in a sandbox of its own (:mod:`minijit.grading.sandbox`), unless ``sandbox=False``.
 
 Which files and students: :mod:`minijit.grading.submissions`. The CSV:
-:mod:`minijit.grading.gradebook`. Feedback: :mod:`minijit.grading.feedback`.
+:mod:`minijit.grading.gradebook`. Feedback: :mod:`minijit.grading.feedback`. Overrides and
+late penalties: :mod:`minijit.grading.adjust`. Shards: :mod:`minijit.grading.shards`.
+
+A run is one step of a term: it grades some submissions (all, ``--resume``'s, ``--regrade``'s,
+one shard's: :func:`grade`) and merges their rows into the gradebook already at ``out``,
+keeping every other row with this run's adjustments applied, after a backup of the file. A
+student's feedback file is written when, and only when, the student is graded; its name is
+chosen over all the submissions given, so that runs and shards never collide.
 
 Ctrl-C and SIGTERM stop the batch the same way: the workers and their kernels are killed,
 the submissions not finished get a ``not_graded`` row, the CSV is rewritten, and
