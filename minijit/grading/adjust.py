@@ -12,8 +12,9 @@ every row's original points, one without a late policy removes every late penalt
 - **Late work** (:func:`late_policy`): a deadline, each student's submission time (a CSV
   with a ``student`` column and a ``submitted`` column; Canvas's ``submitted_at`` and
   Moodle's grading worksheet, ``Full name`` and ``Last modified (submission)``, are read
-  too), and a penalty: a fraction of ``max_total`` per day late, a day begun counting as
-  a day, up to a cap. A time without a UTC offset is in the deadline's time zone.
+  too; names as in the gradebook's ``student`` column), and a penalty: a fraction of
+  ``max_total`` per day late, a day begun counting as a day, up to a cap. A time without
+  a UTC offset is in the deadline's time zone.
 
 ``total`` is the sum of the exercise columns minus ``late_penalty``, never below 0.
 :func:`adjustments` says in words what was applied, for the student's feedback.
