@@ -24,8 +24,9 @@ a grader killed with SIGKILL leaves every finished row; at the end the CSV is re
 sorted by student. A run merges into the gradebook already at its path: the rows of
 students it does not grade are kept, and the file it replaces is first copied to a
 numbered backup (``gradebook.csv.~1~``, ``~2~``, ...: the state before every run stays
-recoverable, not only before the last one). A gradebook written before some of these
-columns existed is read by name, its missing cells empty.
+recoverable, not only before the last one; a file equal to the last backup adds none). A
+gradebook written before some of these columns existed is read by name, its missing cells
+empty.
 """
 
 from __future__ import annotations
@@ -207,7 +208,11 @@ class Gradebook:
                 data = f.read()
             if data:
                 self.backup = next_backup(self.path)
-                replace_file(self.backup, data)
+                last = Path(f"{self.path}.~{int(self.backup.name.rsplit('~', 2)[1]) - 1}~")
+                if last.is_file() and not last.is_symlink() and last.read_bytes() == data:
+                    self.backup = last  # a run that changed nothing adds no copy of it
+                else:
+                    replace_file(self.backup, data)
         self.fd = replace_file(self.path, self._bytes(self.kept.values()), keep_open=True)
 
     def _bytes(self, rows: Iterable[Record], with_header: bool = True) -> bytes:
