@@ -227,7 +227,10 @@ def main(argv: list[str] | None = None) -> int:
 
     gr = sub.add_parser("grade", help="grade submitted notebooks into a gradebook CSV")
     gr.add_argument("submissions", nargs="+", help="notebooks, or folders of notebooks")
-    gr.add_argument("--out", default="gradebook.csv", help="CSV path (default: %(default)s)")
+    gr.add_argument("--out", default="gradebook.csv",
+                    help="CSV path; the rows of students not graded in this run are kept, "
+                         "and a file there is backed up first as OUT.~N~ (default: "
+                         "%(default)s)")
     gr.add_argument("--feedback-dir", default="feedback",
                     help="one markdown file per student (default: %(default)s)")
     gr.add_argument("--hidden-cases", metavar="DIR",
