@@ -142,7 +142,8 @@ def test_adversarial_batch(tmp_path):
         table = list(csv.DictReader(f))
     assert {r["student"] for r in table} == set(ATTACKS)
     assert list(table[0]) == ["student", "ex00_add", "ex00_mean", "ex00_answer", "total",
-                              "max_total", "status", "seconds", "detail"]
+                              "max_total", "late_penalty", "status", "seconds", "submitted",
+                              "sha256", "overrides", "detail", "cases"]
     assert all(float(r["seconds"]) < LIMITS.timeout + 10 for r in table)
 
     # each attack: its status, 0 for ex00_add, the other exercises untouched

@@ -36,6 +36,7 @@ import nbformat
 import pytest
 
 from minijit.grading.batch import grade
+from minijit.grading.feedback import md_text
 from minijit.grading.files import replace_file
 from minijit.grading.gradebook import _cell, read_gradebook
 from minijit.grading.pool import DIED, DONE, FAILED, OVERRAN, WorkerPool
@@ -357,14 +358,19 @@ def test_one_row_per_given_path_whatever_the_names_and_links(tmp_path):
                               "max_total", "late_penalty", "status", "seconds", "submitted",
                               "sha256", "overrides", "detail", "cases"]
 
-    # feedback: one file per row, the symlink replaced, x/carol apart from x__carol
-    files = sorted(p.name for p in (out / "feedback").iterdir())
-    assert len(files) == len(rows) and not any(n.endswith(".tmp") for n in files)
+    # feedback: one file per row (and its HTML page), the symlink replaced, x/carol apart
+    # from x__carol
+    names = sorted(p.name for p in (out / "feedback").iterdir())
+    assert not any(n.endswith(".tmp") for n in names)
+    files = [n for n in names if n.endswith(".md")]
+    assert len(files) == len(rows) and sorted(n[:-5] for n in names if n.endswith(".html")) \
+        == sorted(n[:-3] for n in files)
     mallory = out / "feedback" / "mallory.md"
     assert not mallory.is_symlink() and mallory.read_text().startswith("# Feedback: mallory")
-    assert (out / "feedback" / "x%2Fcarol.md").read_text().startswith("# Feedback: x/carol")
-    assert (out / "feedback" / "x__carol.md").read_text().startswith("# Feedback: x__carol")
-    assert "# Feedback: bad\\xff\\xfe" in (out / "feedback" / "bad%5Cxff%5Cxfe.md").read_text()
+    for file, student in [("x%2Fcarol.md", "x/carol"), ("x__carol.md", "x__carol"),
+                          ("bad%5Cxff%5Cxfe.md", "bad\\xff\\xfe")]:
+        heading = f"# Feedback: {md_text(student)}\n"
+        assert (out / "feedback" / file).read_text().startswith(heading)
 
 
 def test_two_runs_give_the_same_gradebook_through_the_command_line(tmp_path):

@@ -46,6 +46,7 @@ from pathlib import Path
 
 from .adjust import Adjuster, LatePolicy, adjustments, read_overrides
 from .cases import Case, Exercise
+from .cpus import usable_cpus
 from .feedback_html import write_feedback
 from .gradebook import Gradebook, Record, _cell, case_results, record
 from .pool import DIED, DONE, OVERRAN, Outcome, WorkerPool
@@ -234,7 +235,7 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
         names = feedback_names(students, taken)
         feedback = {i: root / names[i] for i in todo}
     queue = [i for i in todo if subs[i].read is not None]
-    pool = WorkerPool(max(1, min(jobs or os.cpu_count() or 1, len(queue) or 1)),
+    pool = WorkerPool(max(1, min(jobs or usable_cpus(), len(queue) or 1)),
                       run_submission, overrun_deadline(limits)) if queue else None
     # The workers boot while the expected values compute. A setup error stops here, before
     # any file is written.
@@ -278,6 +279,8 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
         row = make_row(students[i], subs[i].path, plan, run)
         records[i] = adjust.apply(record(row, ids, shas[i], case_results(plan, run)), ids)
         row.adjustments = adjustments(records[i], late)
+        final = float(records[i]["total"])  # after the adjustments
+        row.final_total = final if final != row.total else None
         rows[i] = row
         write_out(i)
         running.discard(i)

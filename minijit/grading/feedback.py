@@ -128,6 +128,16 @@ def num(x: float) -> str:
     return f"{x:g}"
 
 
+def total_words(row: Row) -> str:
+    """``3 / 4 points``; after an override or a late penalty, ``2.5 / 4 points (3 before the
+    adjustments below)``."""
+    final = getattr(row, "final_total", None)
+    if final is None:
+        return f"{num(row.total)} / {num(row.max_total)} points"
+    return (f"{num(final)} / {num(row.max_total)} points ({num(row.total)} before the "
+            "adjustments below)")
+
+
 # ------------------------------------------------------------------------------------------
 # Markdown
 # ------------------------------------------------------------------------------------------
@@ -137,8 +147,7 @@ def feedback_markdown(row: Row) -> str:
     """The feedback as Markdown (see the module docstring for what is shown and escaped).
     A build piece that is minijit's own code gets that one line."""
     lines = [f"# Feedback: {md_text(row.student, 200)}", "",
-             f"**Total: {num(row.total)} / {num(row.max_total)} points.** "
-             f"Status: {md_code(row.status)}.", ""]
+             f"**Total: {total_words(row)}.** Status: {md_code(row.status)}.", ""]
     for title, texts in (("What happened when your notebook ran", shown_events(row)),
                          ("Adjustments", adjustments(row))):
         if texts:

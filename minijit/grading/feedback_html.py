@@ -34,6 +34,7 @@ from .feedback import (
     no_result,
     num,
     shown_events,
+    total_words,
 )
 from .files import replace_file
 from .notebook import check_call, exercise_header
@@ -69,7 +70,7 @@ def feedback_html(row: Row) -> str:
     """The feedback page of ``row`` (see the module docstring)."""
     name = escape(clean(row.student, 200))
     body = [f"<h1>Feedback: {name}</h1>",
-            f"<p><strong>Total: {num(row.total)} / {num(row.max_total)} points.</strong> "
+            f"<p><strong>Total: {escape(total_words(row))}.</strong> "
             f"Status: {_code(row.status)}.</p>"]
     for title, texts in (("What happened when your notebook ran", shown_events(row)),
                          ("Adjustments", adjustments(row))):

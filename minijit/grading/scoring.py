@@ -225,6 +225,8 @@ class Row:
     events: list[Any]
     # the instructor's overrides and late penalty, in words (minijit.grading.adjust)
     adjustments: list[str] = field(default_factory=list)
+    # the total after those adjustments (the gradebook's ``total``), where it differs
+    final_total: float | None = None
 
     @property
     def total(self) -> float:
