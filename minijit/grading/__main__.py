@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                          "and a file there is backed up first as OUT.~N~ (default: "
                          "%(default)s)")
     gr.add_argument("--feedback-dir", default="feedback",
-                    help="one markdown file per student (default: %(default)s)")
+                    help="one markdown file and one HTML page per student (default: %(default)s)")
     gr.add_argument("--hidden-cases", metavar="DIR",
                     help="folder of *.py files defining HIDDEN_CASES (private to you)")
     gr.add_argument("--jobs", type=int, default=usable_cpus(),
