@@ -176,6 +176,8 @@ def test_feedback_names_are_injective_and_portable():
     assert files[:3] == ["x%2Fcarol.md", "x__carol.md", "x%252Fcarol.md"]
     assert files[students.index("gradebook")] != "gradebook.md"
     assert feedback_names(students, taken=["gradebook.md"]) == files  # deterministic
+    # a page is never a taken name either (a gradebook named like a student's page)
+    assert feedback_names(["carol"], taken=["carol.html"]) == ["carol~2.md"]
 
 
 def test_submissions_are_given_paths_each_once(tmp_path):

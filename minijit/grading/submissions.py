@@ -165,8 +165,12 @@ def _file_key(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
+FEEDBACK_SUFFIXES = (".md", ".html")  # each student's two feedback files
+
+
 def feedback_names(students: Sequence[str], taken: Iterable[str] = ()) -> list[str]:
-    """A feedback file name (``<name>.md``) for each student, injective and portable.
+    """A feedback file name (``<name>.md``; its page is ``<name>.html``) for each student,
+    injective and portable; neither file is one of ``taken``.
 
     ``students`` are printable names (:func:`printable`): ``/``, ``%`` and the characters
     Windows refuses become ``%XX``, and a leading ``.`` too (no hidden file, no ``..``).
@@ -190,10 +194,10 @@ def feedback_names(students: Sequence[str], taken: Iterable[str] = ()) -> list[s
     for i in sorted(range(len(students)), key=lambda i: students[i]):
         base = encode(students[i])
         name, n = base, 1
-        while _file_key(name + ".md") in used:
+        while any(_file_key(name + ext) in used for ext in FEEDBACK_SUFFIXES):
             n += 1
             name = f"{base}~{n}"
-        used.add(_file_key(name + ".md"))
+        used.update(_file_key(name + ext) for ext in FEEDBACK_SUFFIXES)
         chosen[i] = name + ".md"
     return [chosen[i] for i in range(len(students))]
 
