@@ -8,7 +8,9 @@
 - in-notebook ``check()`` passes every public case on the solutions, and its hints come in
   tiers: an untouched stub shows the section only, the first failed check the pitfall, the
   code-level hint later (or when asked for); the pitfall never quotes the solution;
-- through the real grader: solutions score full marks, untouched exercises zero.
+- through the real grader: solutions score full marks, untouched exercises zero, one chapter
+  per test (so pytest-xdist spreads them); this is the one run of each solution notebook
+  top to bottom, and its row must show no error or note at all.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import io
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -338,43 +341,66 @@ def test_pitfall_hints_do_not_quote_the_solution(path):
                     assert line not in text, f"{ex_id}'s pitfall hint quotes its solution"
 
 
+TARGET_S = 60  # what a solution should take to grade (a warning past it, never a failure)
+
+
 @pytest.mark.slow
-def test_solutions_full_marks_exercises_zero(tmp_path):
-    """Each chapter as an instructor grades it: its solution and its untouched exercise,
-    in the sandbox where one starts (the real chapters must run in it)."""
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_solution_full_marks_exercise_zero(path, tmp_path, record_property):
+    """One chapter as an instructor grades it: its solution and its untouched exercise, in
+    the sandbox where one starts (the real chapters must run in it).
+
+    This is also the one run of each solution notebook top to bottom (tests/test_notebooks.py
+    runs the chapters only, and checks the solutions are committed clean): the grader runs
+    every code cell in order, as nbclient does there, and its row would show what that test
+    failed on. An error in an untagged cell is an ``error`` event, a stub left is a "not
+    attempted" note, a cell tagged raises-exception that does not raise is a note
+    (tests/test_grading_feedback.py checks each is reported): a solution's row has status
+    ok and no event at all (an empty detail). Its check() cells
+    return at once while grading (MINIJIT_GRADING=1); test_check_passes_on_solutions runs
+    them. Grading reads a copy: neither it nor the committed file changes."""
     sandboxed = unavailable() is None
+    committed = path.read_bytes()
     problems = []
-    for path in SOLUTIONS:
-        subs = tmp_path / path.stem
-        subs.mkdir()
-        (subs / "solution.ipynb").write_bytes(path.read_bytes())
-        (subs / "exercise.ipynb").write_bytes((REPO / "exercises" / path.name).read_bytes())
-        rows = {r.student: r for r in grade(
-            [subs], exercises=EXERCISES, assignment=[path.stem], jobs=2, progress=False,
-            out=subs / "gradebook.csv", feedback_dir=subs / "feedback",
-            limits=Limits(cell_timeout=60, timeout=240), sandbox=sandboxed)}
-        solution, exercise = rows["solution"], rows["exercise"]
-        assert {s.exercise.chapter for s in solution.scores.values()} == {path.stem}
-        if solution.status != "ok" or solution.total != solution.max_total:
-            problems.append(f"{path.stem} solution: {solution.status} {solution.total}/"
-                            f"{solution.max_total}: {solution.detail}")
-        if exercise.status != "ok" or exercise.total != 0:
-            problems.append(f"{path.stem} exercise: {exercise.status} {exercise.total}: "
-                            f"{exercise.detail}")
-        # a cell that runs an untouched stub says so; where every such cell is a check() or
-        # a build.use (which report, not raise), the notebook ran clean and the detail is empty
-        if exercise.detail and "not attempted" not in exercise.detail:
-            problems.append(f"{path.stem} exercise: {exercise.detail}")
-        feedback = (subs / "feedback" / "exercise.md").read_text()
-        if "NotImplementedError" not in feedback or "Hint: Reread" not in feedback:
-            problems.append(f"{path.stem} exercise feedback:\n{feedback}")
-        # the untouched exercise's feedback names the section only; a failed attempt's
-        # feedback (the solution's, never failing) would add the pitfall, never the code
-        for sc in exercise.scores.values():
-            for text in _hint_texts(sc.exercise):
-                if text in feedback:
-                    problems.append(f"{path.stem}: untouched feedback shows a hint: {text}")
+    subs = tmp_path / path.stem
+    subs.mkdir()
+    (subs / "solution.ipynb").write_bytes(committed)
+    (subs / "exercise.ipynb").write_bytes((REPO / "exercises" / path.name).read_bytes())
+    rows = {r.student: r for r in grade(
+        [subs], exercises=EXERCISES, assignment=[path.stem], jobs=2, progress=False,
+        out=subs / "gradebook.csv", feedback_dir=subs / "feedback",
+        limits=Limits(cell_timeout=60, timeout=240), sandbox=sandboxed)}
+    solution, exercise = rows["solution"], rows["exercise"]
+    record_property("seconds", round(solution.seconds, 2))
+    print(f"\n{path.stem}: solution graded in {solution.seconds:.1f} s, "
+          f"exercise in {exercise.seconds:.1f} s")
+    assert path.read_bytes() == committed, "grading changed the committed solution"
+    assert (subs / "solution.ipynb").read_bytes() == committed, "grading changed the copy"
+    assert {s.exercise.chapter for s in solution.scores.values()} == {path.stem}
+    if solution.status != "ok" or solution.total != solution.max_total or solution.detail:
+        problems.append(f"{path.stem} solution: {solution.status} {solution.total}/"
+                        f"{solution.max_total}: {solution.detail}")
+    if exercise.status != "ok" or exercise.total != 0:
+        problems.append(f"{path.stem} exercise: {exercise.status} {exercise.total}: "
+                        f"{exercise.detail}")
+    # a cell that runs an untouched stub says so; where every such cell is a check() or
+    # a build.use (which report, not raise), the notebook ran clean and the detail is empty
+    if exercise.detail and "not attempted" not in exercise.detail:
+        problems.append(f"{path.stem} exercise: {exercise.detail}")
+    feedback = (subs / "feedback" / "exercise.md").read_text()
+    if "NotImplementedError" not in feedback or "Hint: Reread" not in feedback:
+        problems.append(f"{path.stem} exercise feedback:\n{feedback}")
+    # the untouched exercise's feedback names the section only; a failed attempt's
+    # feedback (the solution's, never failing) would add the pitfall, never the code
+    for sc in exercise.scores.values():
+        for text in _hint_texts(sc.exercise):
+            if text in feedback:
+                problems.append(f"{path.stem}: untouched feedback shows a hint: {text}")
     assert not problems, "\n".join(problems)
+    if solution.seconds > TARGET_S:
+        warnings.warn(f"{path.name} took {solution.seconds:.0f} s to grade; a chapter should "
+                      f"run in under {TARGET_S} s", stacklevel=1)
 
 
 def test_chapter05_references_match_the_python_originals():
