@@ -26,6 +26,14 @@ def run(way: str, f, *args):
     return mj.jit(f, backend=way)(*args)
 
 
+def on_numba_too(way: str, numba: bool) -> bool:
+    """Whether a case runs on `way`: every case eagerly and on the interpreter (cheap); on
+    Numba, where each distinct program is a compile of its own (~0.5 s: the generated code
+    has sizes baked in, so each new shape or `size` is a new program), only the cases marked
+    for it, chosen so that together they still reach every path of the generated code."""
+    return way != "numba" or numba
+
+
 def same(got, want, dtype=np.int64):
     np.testing.assert_array_equal(got, want)
     assert got.dtype == dtype, f"dtype {got.dtype}, JAX gives {np.dtype(dtype)}"
@@ -49,27 +57,36 @@ def test_nonzero_without_size_eagerly():
 
 @pytest.mark.parametrize("way", WAYS)
 def test_nonzero_with_size_pads_and_truncates_as_jax(way):
-    cases = [  # (function, argument, JAX 0.10.2's output)
-        (lambda x: mnp.nonzero(x, size=4)[0], X, [1, 3, 4, 0]),  # default fill 0
-        (lambda x: mnp.nonzero(x, size=2)[0], X, [1, 3]),
-        (lambda x: mnp.nonzero(x, size=4, fill_value=-1)[0], X, [1, 3, 4, -1]),
-        (lambda x: mnp.flatnonzero(x, size=4), X, [1, 3, 4, 0]),
-        (lambda x: mnp.argwhere(x, size=4), X, [[1], [3], [4], [0]]),
+    """Every case eagerly and on the interpreter. On Numba, one case per distinct program
+    shape (marked True): 1-D without and with a fill (the select), 2-D with a fill per axis
+    (the division and remainder that unravel), argwhere's columns joined, a float input with
+    a NaN and a bool one (the compare to zero, or none), an empty input (no scan at all).
+    The others differ from one of these only in a static size or in which wrapper
+    (flatnonzero, where) calls the same code, which the interpreter checks."""
+    cases = [  # (function, argument, JAX 0.10.2's output, run on numba too)
+        (lambda x: mnp.nonzero(x, size=4)[0], X, [1, 3, 4, 0], True),  # default fill 0
+        (lambda x: mnp.nonzero(x, size=2)[0], X, [1, 3], False),
+        (lambda x: mnp.nonzero(x, size=4, fill_value=-1)[0], X, [1, 3, 4, -1], True),
+        (lambda x: mnp.flatnonzero(x, size=4), X, [1, 3, 4, 0], False),
+        (lambda x: mnp.argwhere(x, size=4), X, [[1], [3], [4], [0]], False),
         (lambda m: mnp.stack(mnp.nonzero(m, size=4, fill_value=(9, 8))), M,
-         [[0, 1, 2, 9], [0, 1, 0, 8]]),
+         [[0, 1, 2, 9], [0, 1, 0, 8]], True),
         (lambda m: mnp.argwhere(m, size=4, fill_value=-1), M,
-         [[0, 0], [1, 1], [2, 0], [-1, -1]]),
-        (lambda m: mnp.argwhere(m, size=4), M, [[0, 0], [1, 1], [2, 0], [0, 0]]),
+         [[0, 0], [1, 1], [2, 0], [-1, -1]], True),
+        (lambda m: mnp.argwhere(m, size=4), M, [[0, 0], [1, 1], [2, 0], [0, 0]], False),
         (lambda m: mnp.flatnonzero(m, size=3, fill_value=-1), np.array([[1, 0], [0, 2]]),
-         [0, 3, -1]),
-        (lambda x: mnp.where(x > 2, size=3)[0], X, [1, 3, 4]),
-        (lambda x: mnp.where(x, size=4, fill_value=7)[0], np.array([1, 0, 2]), [0, 2, 7, 7]),
-        (lambda x: mnp.nonzero(x, size=3)[0], np.array([0.5, 0, np.nan]), [0, 2, 0]),
-        (lambda x: mnp.nonzero(x, size=3)[0], np.array([True, False, True]), [0, 2, 0]),
-        (lambda x: mnp.nonzero(x, size=2, fill_value=5)[0], np.zeros(0), [0, 0]),  # unfilled
+         [0, 3, -1], False),
+        (lambda x: mnp.where(x > 2, size=3)[0], X, [1, 3, 4], False),
+        (lambda x: mnp.where(x, size=4, fill_value=7)[0], np.array([1, 0, 2]), [0, 2, 7, 7],
+         False),
+        (lambda x: mnp.nonzero(x, size=3)[0], np.array([0.5, 0, np.nan]), [0, 2, 0], True),
+        (lambda x: mnp.nonzero(x, size=3)[0], np.array([True, False, True]), [0, 2, 0], True),
+        (lambda x: mnp.nonzero(x, size=2, fill_value=5)[0], np.zeros(0), [0, 0],  # unfilled
+         True),
     ]
-    for f, x, want in cases:
-        same(run(way, f, x), want)
+    for f, x, want, numba in cases:
+        if on_numba_too(way, numba):
+            same(run(way, f, x), want)
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -83,17 +100,33 @@ def test_nonzero_fill_value_dtype_promotes_as_jax(way):
              np.array([1, 0, 2], np.int8)), [0, 2, -1])
 
 
+# shape -> the sizes checked on Numba (every size of the sweep on the interpreter): one array
+# of one element; 1-D truncated and padded; 2-D and 3-D (one and two divisions to unravel)
+NONZERO_NUMBA_SIZES = {(1,): (1,), (7,): (1, 9), (3, 4): (3,), (2, 3, 2): (14,)}
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_nonzero_agrees_with_numpy_on_random_arrays(backend):
+    """Sizes 1, 3, n and n + 2 of each shape on the interpreter. On Numba each (shape, size)
+    is a compile of its own, and the generated code depends on them only through the number
+    of axes (how many divisions unravel a flat index) and the sizes baked in: the subset in
+    NONZERO_NUMBA_SIZES keeps each number of axes, a single element, and a result both
+    truncated and padded (asserted below, so a new draw cannot lose either)."""
     rng = np.random.default_rng(0)
+    seen = set()
     for shape in [(1,), (7,), (3, 4), (2, 3, 2)]:
         a = rng.integers(0, 2, shape) * rng.integers(1, 5, shape)
         for size in [1, 3, a.size, a.size + 2]:
+            if not on_numba_too(backend, size in NONZERO_NUMBA_SIZES[shape]):
+                continue
             got = mj.jit(lambda a, size=size: mnp.nonzero(a, size=size, fill_value=-1),
                          static_argnames="size", backend=backend)(a)
+            count = np.count_nonzero(a)
+            seen.add("truncated" if size < count else "padded" if size > count else "exact")
             for g, w in zip(got, np.nonzero(a)):
                 padded = np.concatenate([w[:size], np.full(max(0, size - len(w)), -1)])
                 np.testing.assert_array_equal(g, padded)
+    assert {"truncated", "padded"} <= seen, seen
 
 
 def test_argwhere_of_a_scalar():
@@ -171,12 +204,33 @@ def test_convolve_dtypes_as_jax(way):
          [4, 9, 16, 23, 30, 13, 10])
 
 
+# (len(a), len(v)) pairs checked on Numba (all pairs 1..5 on the interpreter), one per class
+CONVOLVE_NUMBA_LENGTHS = [
+    (1, 1),  # both of one element: no padding in any mode, a result of one element
+    (4, 1),  # v of one element: one window row, no padding
+    (1, 4),  # a shorter: the two swap, correlate's result is reversed; then m == 1
+    (5, 2),  # even m: 'same' pads one side only (m // 2, m - m // 2 - 1 = 1, 0)
+    (5, 4),  # even m: 'same' pads both sides, unequally (2, 1)
+    (3, 3),  # equal odd lengths: 'valid' is one element
+    (2, 4),  # swap with an even shorter one
+    (3, 5),  # swap with an odd shorter one: 'same' pads equal sides
+]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_convolve_agrees_with_numpy_for_every_pair_of_lengths(backend):
+    """Every pair of lengths 1..5, each mode, both functions, on the interpreter: that checks
+    the staged program for each. On Numba each (lengths, mode, function) is a compile of its
+    own (~0.5 s: sizes are baked into the generated code), and that code depends on the
+    lengths only through which is shorter (a swap, and for correlate a reversal), the padding
+    each mode adds (none, one side, equal or unequal sides) and sizes of one: the pairs in
+    CONVOLVE_NUMBA_LENGTHS reach each of those: 36 compiles instead of 114."""
     rng = np.random.default_rng(1)
     for n in range(1, 6):
         for m in range(1, 6):
             a, v = rng.normal(size=n), rng.normal(size=m)
+            if not on_numba_too(backend, (n, m) in CONVOLVE_NUMBA_LENGTHS):
+                continue
             for mode in ("full", "same", "valid"):
                 for fn in ("convolve", "correlate"):
                     jitted = mj.jit(getattr(mnp, fn), static_argnums=2, backend=backend)
