@@ -5,7 +5,8 @@
   tests, benchmarks or compiled files;
 - its exercise modules hold no reference solution (no name, no line of one) and no hidden case
   (no arguments, no names, no probe only hidden cases use), and they are ruff-clean;
-- in the released tree, run as a learner runs it (a fresh process, PYTHONPATH on the release):
+- in the released tree, run as a learner runs it (a process of its own per notebook, forked
+  from one that only imported minijit, PYTHONPATH on the release):
   ``check()`` on the untouched exercises passes nothing, on the solutions everything;
 - it refuses a non-empty OUT_DIR without ``--force``, and ``--help`` documents it.
 """
