@@ -75,6 +75,9 @@ settings.load_profile(PROFILE)
 
 import minijit  # noqa: E402
 
+# nbformat without jsonschema's IRI parsers (1.6 s of every test process that reads a notebook)
+import minijit.grading.fast_nbformat  # noqa: E402, F401
+
 # Tests name the backend they test (the differential ones run every backend); everything else
 # uses the interpreter, which needs no compile. The library's own default is Numba
 # (tests/test_codegen.py checks that).

@@ -44,6 +44,7 @@ One idea per module:
     release.py    the student release: the course without solutions or reference solutions
     released_module.py  one released exercise module, and its check
     __main__.py   the command line
+    fast_nbformat.py nbformat without jsonschema's optional IRI parsers (1.6 s a process)
     exercises/    the course's exercises, one module per chapter
 
 Importing this package imports only NumPy and the standard library: never the minijit core

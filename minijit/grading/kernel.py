@@ -24,7 +24,10 @@ import time
 from queue import Empty
 from typing import Any
 
-import nbformat
+# First, before nbclient imports nbformat the slow way (see fast_nbformat).
+from .fast_nbformat import nbformat
+
+# isort: split
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient

@@ -112,7 +112,7 @@ def _stable_cell_id(notebook_name: str, index: int) -> str:
 
 def make_exercise(solution, name: str = "notebook"):
     """The exercise notebook for a solution notebook (a new object; input untouched)."""
-    import nbformat
+    from .fast_nbformat import nbformat
 
     nb = copy.deepcopy(solution)
     nb.nbformat, nb.nbformat_minor = 4, max(5, nb.get("nbformat_minor", 5))
@@ -163,7 +163,7 @@ def validate_solution(nb, name: str) -> list[ExerciseHeader]:
 
 def dumps(nb) -> str:
     """Deterministic text of a notebook (nbformat's layout plus a final newline)."""
-    import nbformat
+    from .fast_nbformat import nbformat
 
     text = nbformat.writes(nb, version=4)
     return text if text.endswith("\n") else text + "\n"
@@ -171,7 +171,7 @@ def dumps(nb) -> str:
 
 def render_exercises(solutions_dir: Path) -> dict[str, str]:
     """File name -> text of every exercise notebook generated from ``solutions_dir``."""
-    import nbformat
+    from .fast_nbformat import nbformat
 
     out: dict[str, str] = {}
     seen: dict[str, str] = {}

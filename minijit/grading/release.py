@@ -99,8 +99,7 @@ def write_release(out: str | os.PathLike, *, force: bool = False) -> list[str]:
 
 
 def _write_tree(root: Path, dest: Path) -> list[str]:
-    import nbformat
-
+    from .fast_nbformat import nbformat
     from .notebook import check_call, exercise_headers, render_exercises
     from .registry import COURSE_MODULES, load_exercises
 

@@ -45,8 +45,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import nbformat
-
 from .channel import (
     ChannelError,
     expression,
@@ -57,6 +55,7 @@ from .channel import (
     setup_expression,
 )
 from .channel import user_expression_key as _key
+from .fast_nbformat import nbformat
 from .kernel import Kernel, first_line
 from .limits import Limits
 from .notebook import check_call, exercise_header
