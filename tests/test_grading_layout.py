@@ -13,6 +13,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from import_cycles import one_cycle, strongly_connected
 
 PACKAGE = "minijit.grading"
 ROOT = Path(__file__).resolve().parent.parent / "minijit" / "grading"
@@ -65,50 +66,8 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One cycle through each group of modules that import each other (Tarjan's strongly
-    connected components), as ``[a, b, ..., a]``."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[set[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = set()
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                group.add(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                groups.append(group)
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    found = []
-    for group in groups:
-        start = min(group)
-        path, seen = [start], {start}
-        while True:  # walk inside the group until a module repeats
-            nxt = min(w for w in graph[path[-1]] if w in group)
-            if nxt in seen:
-                found.append(path[path.index(nxt):] + [nxt])
-                break
-            path.append(nxt)
-            seen.add(nxt)
-    return found
+    """One cycle through each group of modules that import each other, as ``[a, b, ..., a]``."""
+    return [one_cycle(graph, group) for group in strongly_connected(graph)]
 
 
 def test_no_module_is_too_long():

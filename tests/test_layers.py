@@ -33,6 +33,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+from import_cycles import strongly_connected
+
 PACKAGE = Path(__file__).resolve().parent.parent / "minijit"
 
 LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix wins
@@ -111,38 +113,6 @@ def layer_of(module: str) -> int | None:
     return best
 
 
-def _cycles(graph) -> list[set[str]]:
-    """The strongly connected components with more than one module (Tarjan)."""
-    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = set()
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.add(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(component)
-
-    for v in list(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
 def _name(k: int) -> str:
     return LAYERS[k][0]
 
@@ -160,7 +130,7 @@ def test_no_module_imports_from_a_higher_layer():
 
 
 def test_no_import_cycles():
-    cycles = [sorted(c) for c in _cycles(import_graph())]
+    cycles = [sorted(c) for c in strongly_connected(import_graph())]
     assert not cycles, f"modules that import each other: {cycles}"
 
 
@@ -182,7 +152,7 @@ def test_the_checker_sees_function_local_and_relative_imports():
     assert layer_of("minijit.numpy.array_creation") == 2
     assert layer_of("minijit.course.draw") == len(LAYERS) - 1
     fake = {"minijit.a": {"minijit.b"}, "minijit.b": {"minijit.a"}, "minijit.c": set()}
-    assert _cycles(fake) == [{"minijit.a", "minijit.b"}]
+    assert strongly_connected(fake) == [{"minijit.a", "minijit.b"}]
 
 
 def test_the_architecture_page_names_every_module():
