@@ -498,9 +498,11 @@ def test_the_graders_default_outputs_are_ignored_by_git():
     )
     assert result.returncode == 0, result.stderr
     help_text = " ".join(result.stdout.split())
-    out = re.search(r"--out OUT CSV path \(default: (\S+)\)", help_text).group(1)
+    out = re.search(r"--out OUT CSV path.*?\(default: (\S+)\)", help_text).group(1)
     feedback = re.search(r"--feedback-dir FEEDBACK_DIR .*?\(default: (\S+)\)", help_text)
-    paths = [out, f".{out}.x1y2.tmp", f"{feedback.group(1)}/student.md"]
+    # the gradebook, its temporary file and numbered backups, each student's two files
+    paths = [out, f".{out}.x1y2.tmp", f"{out}.~1~", f"{out}.~12~",
+             f"{feedback.group(1)}/student.md", f"{feedback.group(1)}/student.html"]
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     check = subprocess.run(
