@@ -53,16 +53,6 @@ _MADE_SESSION_CACHE = not os.environ.get(SESSION_CACHE)
 if _MADE_SESSION_CACHE:
     os.environ[SESSION_CACHE] = tempfile.mkdtemp(prefix="minijit-tests-cache-")
 os.environ["MINIJIT_CACHE_DIR"] = os.environ[SESSION_CACHE]
-# Numba compiles the tests' programs without LLVM's optimizations: a cold compile takes half
-# the time (141 catalogue programs: 57 s instead of 120 s on one core), and compiles are most
-# of the suite's time. The results are the same at every level, because minijit never asks
-# for fastmath: without it LLVM keeps IEEE semantics (no reassociation, no contraction), and
-# Numba's integer arithmetic wraps, with no undefined overflow to exploit.
-# tests/test_optimized.py runs a slice of the catalogue at Numba's default level (3), in a
-# process of its own. Numba's own cache (`cache=True`, which does not key on the level) goes
-# to the session's folder, so these unoptimized functions never reach a learner's later runs.
-os.environ.setdefault("NUMBA_OPT", "0")
-os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.environ[SESSION_CACHE], "numba"))
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None,
                           print_blob=False, suppress_health_check=[HealthCheck.too_slow])

@@ -55,18 +55,9 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def child_env(cache: Path) -> dict:
-    """A process as a learner runs it: minijit's cache at `cache`, and Numba's settings its
-    own (the suite's NUMBA_CACHE_DIR would move Numba's files out of `cache/__pycache__`,
-    and its NUMBA_OPT=0 must not reach the package's own `cache=True` functions)."""
-    env = {**os.environ, "MINIJIT_CACHE_DIR": str(cache)}
-    for name in ("MINIJIT_DISK_CACHE", "NUMBA_CACHE_DIR", "NUMBA_OPT"):
-        env.pop(name, None)
-    return env
-
-
 def run_child(cache: Path) -> dict:
-    env = child_env(cache)
+    env = {**os.environ, "MINIJIT_CACHE_DIR": str(cache)}
+    env.pop("MINIJIT_DISK_CACHE", None)
     done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -152,7 +143,7 @@ def test_processes_compiling_the_same_program_at_once_share_the_cache(tmp_path):
     """Every file is written to a temporary name and renamed into place, so processes that
     write the same program at once never read each other's half-written files."""
     cache = tmp_path / "cache"
-    env = child_env(cache)
+    env = {**os.environ, "MINIJIT_CACHE_DIR": str(cache)}
     procs = [subprocess.Popen([sys.executable, "-c", CHILD], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for _ in range(3)]
