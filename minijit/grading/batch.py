@@ -277,7 +277,7 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
 
     def finish(i: int, run: RunResult) -> None:
         row = make_row(students[i], subs[i].path, plan, run)
-        records[i] = adjust.apply(record(row, ids, shas[i], case_results(plan, run)), ids)
+        records[i] = adjust.apply(record(row, ids, shas[i], case_results(row)), ids)
         row.adjustments = adjustments(records[i], late)
         final = float(records[i]["total"])  # after the adjustments
         row.final_total = final if final != row.total else None

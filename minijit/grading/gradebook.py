@@ -38,9 +38,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .cases import compare, not_own
 from .files import replace_file, write_all
-from .runner import STATUS_ORDER, RunResult
+from .runner import STATUS_ORDER
 from .scoring import GradingSetupError, Plan, Row
 
 Record = dict[str, str]  # one gradebook row, by column name
@@ -73,19 +72,11 @@ def exercise_columns(columns: Sequence[str]) -> list[str]:
     return list(columns[columns.index("student") + 1:columns.index("total")])
 
 
-def case_results(plan: Plan, run: RunResult) -> str:
-    """The ``cases`` cell: every case of the plan, in its order, ``key:1`` passed or
-    ``key:0``, decided as :func:`minijit.grading.scoring.score_exercise` decides."""
-    entries = []
-    for key, info in plan.cases.items():
-        ex_id = info.exercise.id
-        ok = False
-        if run.outcome.get(ex_id) == "ran" and key in run.results:
-            own = plan.own_work.get(ex_id)
-            ok = (own is None or not_own(run.results.get(own)) is None) and compare(
-                plan.expected[key], run.results[key], info.case.rtol, info.case.atol) is None
-        entries.append(f"{key}:{int(ok)}")
-    return " ".join(entries)
+def case_results(row: Row) -> str:
+    """The ``cases`` cell: every case of the row's exercises, in the plan's order, ``key:1``
+    passed or ``key:0``, as :func:`minijit.grading.scoring.score_exercise` decided."""
+    return " ".join(f"{key}:{int(ok)}" for sc in row.scores.values()
+                    for key, ok in sc.cases.items())
 
 
 def record(row: Row, ids: Sequence[str], sha256: str = "", cases: str = "") -> Record:

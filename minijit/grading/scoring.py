@@ -166,6 +166,8 @@ class ExerciseScore:
     not_own: str | None = None
     # some case passed, so a failed one's category may say what went wrong (hint_tiers)
     specific: bool = False
+    # every case of the exercise, in the plan's order: its key -> whether it passed
+    cases: dict[str, bool] = field(default_factory=dict)
 
 
 OUTCOME_WORDS = {
@@ -194,6 +196,7 @@ def score_exercise(ex: Exercise, plan: Plan, run: RunResult) -> ExerciseScore:
                                            info.case.atol)
         else:
             reason = OUTCOME_WORDS.get(outcome, "no result came back")
+        sc.cases[key] = reason is None
         if reason is None:
             passed[info.public] += 1
         elif info.public:
