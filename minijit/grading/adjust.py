@@ -30,16 +30,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .gradebook import number
 from .scoring import GradingSetupError
 
 _ENTRY = re.compile(r"(\S+) (\S+)->(\S+)(?:: (.*))?")
 _STUDENT = ("student", "Full name")
 _TIME = ("submitted", "submitted_at", "Last modified (submission)")
 _MOODLE_TIMES = ("%A, %d %B %Y, %I:%M %p", "%A, %B %d, %Y, %I:%M %p")
-
-
-def _num(x: float) -> str:
-    return f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -212,9 +209,9 @@ class Adjuster:
         for ex in ids:
             if ex in mine:
                 o = mine[ex]
-                entries.append(f"{ex} {out[ex]}->{_num(o.points)}"
+                entries.append(f"{ex} {out[ex]}->{number(o.points)}"
                                + (f": {o.comment}" if o.comment else ""))
-                out[ex] = _num(o.points)
+                out[ex] = number(o.points)
         out["overrides"] = "; ".join(entries)
         penalty, submitted = 0.0, None
         if self.late is not None:
@@ -224,9 +221,9 @@ class Adjuster:
             else:
                 penalty = round(self.late.fraction(submitted) * _float(out, "max_total"), 2)
         out["submitted"] = submitted.isoformat() if submitted is not None else ""
-        out["late_penalty"] = _num(penalty)
+        out["late_penalty"] = number(penalty)
         points = sum(_float(out, ex) for ex in ids)
-        out["total"] = _num(max(0.0, round(points - penalty, 2)))
+        out["total"] = number(max(0.0, round(points - penalty, 2)))
         return out
 
     def unused(self) -> list[str]:

@@ -50,7 +50,8 @@ AFTER = ("total", "max_total", "late_penalty", "status", "seconds", "submitted",
 _CASES = re.compile(r"(\S+:[01]( \S+:[01])*)?")
 
 
-def _num(x: float) -> str:
+def number(x: float) -> str:
+    """A number as a gradebook cell holds it (``4``, ``3.2``)."""
     return f"{x:g}"
 
 
@@ -82,8 +83,8 @@ def case_results(row: Row) -> str:
 def record(row: Row, ids: Sequence[str], sha256: str = "", cases: str = "") -> Record:
     """``row`` as the grader produced it, before any adjustment."""
     return {"student": _cell(row.student),
-            **{i: _num(row.scores[i].points) for i in ids},
-            "total": _num(row.total), "max_total": _num(row.max_total), "late_penalty": "0",
+            **{i: number(row.scores[i].points) for i in ids},
+            "total": number(row.total), "max_total": number(row.max_total), "late_penalty": "0",
             "status": row.status, "seconds": f"{row.seconds:.2f}", "submitted": "",
             "sha256": sha256, "overrides": "", "detail": _cell(row.detail), "cases": cases}
 
