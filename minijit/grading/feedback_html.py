@@ -39,6 +39,7 @@ from .feedback import (
 from .files import replace_file
 from .notebook import check_call, exercise_header
 from .scoring import OUTCOME_WORDS, ExerciseScore, Row
+from .submissions import code_sources
 
 MAX_NOTEBOOK_BYTES = 8 * 2**20
 MAX_CELLS = 6
@@ -146,9 +147,7 @@ def answer_cells(path: str | os.PathLike | None) -> dict[str, list[str]]:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_NOTEBOOK_BYTES:
                 return {}
-            cells = json.loads(f.read(MAX_NOTEBOOK_BYTES + 1))["cells"]
-        sources = [_source(c) for c in cells if isinstance(c, dict)
-                   and c.get("cell_type") == "code"]
+            sources = code_sources(json.loads(f.read(MAX_NOTEBOOK_BYTES + 1)))
     except Exception:  # noqa: BLE001 - whatever the file is, the page shows no answer
         return {}
     found: dict[str, list[str]] = {}
@@ -162,13 +161,6 @@ def answer_cells(path: str | os.PathLike | None) -> dict[str, list[str]]:
         if current is not None and len(found.setdefault(current, [])) < MAX_CELLS:
             found[current].append(source)
     return found
-
-
-def _source(cell: dict) -> str:
-    source = cell.get("source", "")
-    if isinstance(source, list):
-        source = "".join(s for s in source if isinstance(s, str))
-    return source if isinstance(source, str) else ""
 
 
 def write_feedback(path: str | os.PathLike, row: Row) -> None:

@@ -215,6 +215,13 @@ def _code_sources(path: Path) -> list[str]:
         nb = json.loads(data.decode("utf-8", errors="replace"))
     except (OSError, ValueError, RecursionError):
         return []
+    return code_sources(nb)
+
+
+def code_sources(nb: object) -> list[str]:
+    """The code cells' sources of a notebook read as JSON data (nbformat 3 to 5), in order;
+    [] for anything else. Nothing in it is trusted: a cell or source of the wrong type is
+    skipped."""
     if not isinstance(nb, dict):
         return []
     cells = nb.get("cells")
