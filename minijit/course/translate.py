@@ -1,0 +1,288 @@
+"""Translated editions of the course, kept in step with the English notebooks by construction.
+
+    python -m minijit.course.translate status [--lang zh]      # per notebook: ok/stale/missing
+    python -m minijit.course.translate build [--lang zh]       # write chapters/zh/*.ipynb, ...
+    python -m minijit.course.translate stub chapters/03_the_ir.ipynb [--lang zh]
+
+One translation file per English notebook, ``translations/<lang>/<folder>/<stem>.md``, holds
+one block per cell, in notebook order, each opened by a header naming the cell and the English
+text it translates (the first 12 hex digits of the sha256 of the cell's source):
+
+    <!-- cell 02-tracing-00 en:3f1a2b4c5d6e -->
+    # 02 · 追踪：……                            (a markdown cell: its whole translation)
+
+    <!-- cell 02-tracing-20 en:9a8b7c6d5e4f -->
+    en: # a Python side effect                    (a code cell: comments and string literals,
+    zh: # Python 的副作用                          each English token and its translation)
+
+Invariants:
+
+- A translated code cell is the English cell with exactly the listed COMMENT and STRING tokens
+  replaced (found with `tokenize`, every occurrence), so its code is the English code; the
+  `# EXERCISE` headers and solution markers the grader reads are never replaced.
+- A block is *stale* when its hash is not the English cell's now (or it carries
+  ``<!-- stale -->``), *missing* when there is none (or it carries ``<!-- todo -->``).
+  `build` writes a notebook only when every cell is ok; a notebook without a translation file
+  is skipped (status lists it as missing), so editions grow one notebook at a time.
+- Outputs are never stored; cell ids, tags and the kernel are the English notebook's.
+  Exercises are `make_exercise` of the translated solution, exactly as the English ones are
+  made from theirs, so the grader scores both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import io
+import re
+import sys
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from minijit.grading.fast_nbformat import nbformat
+from minijit.grading.notebook import BEGIN, END, HEADER_RE, dumps, make_exercise
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = ("chapters", "solutions")  # exercises are generated from solutions
+HEADER = re.compile(r"^<!-- cell (?P<id>\S+) en:(?P<hash>[0-9a-f]{12}) -->$", re.M)
+TODO, STALE = "<!-- todo -->", "<!-- stale -->"
+_FSTRING_START = getattr(tokenize, "FSTRING_START", None)  # Python 3.12 splits f-strings
+_FSTRING_END = getattr(tokenize, "FSTRING_END", None)
+
+
+class TranslationError(ValueError):
+    """A translation file that cannot be applied; the message names the file, cell and fix."""
+
+
+def en_hash(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass
+class Block:
+    cell_id: str
+    hash: str
+    body: str  # markers removed
+    marker: str = ""  # TODO, STALE or ""
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # code cells
+
+
+def parse(text: str, where: str = "translation") -> dict[str, Block]:
+    """The blocks of a translation file, by cell id (text before the first header is notes)."""
+    heads = list(HEADER.finditer(text))
+    blocks: dict[str, Block] = {}
+    for head, nxt in zip(heads, heads[1:] + [None]):
+        body = text[head.end(): nxt.start() if nxt else len(text)]
+        marker = next((m for m in (TODO, STALE) if m in body), "")
+        body = body.replace(TODO, "").replace(STALE, "").strip("\n")
+        if head["id"] in blocks:
+            raise TranslationError(f"{where}: cell {head['id']} has two blocks; keep one")
+        blocks[head["id"]] = Block(head["id"], head["hash"], body, marker)
+    return blocks
+
+
+def parse_pairs(body: str, where: str) -> list[tuple[str, str]]:
+    """``en:``/``zh:`` lines (any ``xx:`` for the language); a line indented 4 spaces
+    continues the one above (a token spanning lines)."""
+    pairs: list[list[str]] = []
+    last = None
+    for n, line in enumerate(body.split("\n"), 1):
+        if line.startswith("    ") and last is not None:
+            pairs[-1][last] += "\n" + line[4:]
+        elif re.match(r"^en: ", line):
+            pairs.append([line[4:], ""])
+            last = 0
+        elif re.match(r"^[a-z]{2}: ", line) and pairs and last == 0:
+            pairs[-1][1] = line[4:]
+            last = 1
+        elif line.strip() and not line.strip().startswith("<!--"):
+            raise TranslationError(f"{where}, line {n} of the block: expected 'en: <English "
+                                   "comment or string>' then 'zh: <its translation>', "
+                                   f"got {line!r}")
+    for en, zh in pairs:
+        if not zh:
+            raise TranslationError(f"{where}: {en!r} has no translation line under it")
+    return [(en, zh) for en, zh in pairs]
+
+
+def text_units(source: str) -> list[tuple[int, int, str]]:
+    """(start, end, text) of each COMMENT and STRING token (an f-string whole) in ``source``."""
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(pos: tuple[int, int]) -> int:
+        return starts[pos[0] - 1] + pos[1]
+
+    units, depth, begin = [], 0, None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == _FSTRING_START:
+            depth, begin = depth + 1, begin if depth else tok.start
+        elif tok.type == _FSTRING_END:
+            depth -= 1
+            if not depth:
+                units.append((offset(begin), offset(tok.end)))
+        elif tok.type in (tokenize.COMMENT, tokenize.STRING) and not depth:
+            units.append((offset(tok.start), offset(tok.end)))
+    return [(a, b, source[a:b]) for a, b in units]
+
+
+def protected(token: str) -> bool:
+    """The comments the grader reads: exercise headers and solution markers."""
+    return bool(HEADER_RE.match(token)) or token.strip() in (BEGIN, END)
+
+
+def translate_code(source: str, pairs: list[tuple[str, str]], where: str) -> str:
+    """``source`` with every token listed in ``pairs`` replaced by its translation."""
+    table = dict(pairs)
+    units = text_units(source)
+    found = {text for _, _, text in units}
+    for en in table:
+        if en not in found:
+            raise TranslationError(f"{where}: {en!r} is not a comment or string of the English "
+                                   "cell (copy the token exactly, quotes and '#' included)")
+        if protected(en):
+            raise TranslationError(f"{where}: {en!r} is read by the grader; leave it out")
+    out = source
+    for a, b, text in reversed(units):
+        if text in table:
+            out = out[:a] + table[text] + out[b:]
+    return out
+
+
+def translation_path(notebook: Path, lang: str) -> Path:
+    notebook = Path(notebook).resolve()
+    return ROOT / "translations" / lang / notebook.parent.name / (notebook.stem + ".md")
+
+
+def cell_states(notebook: Path, lang: str) -> list[tuple[str, str]]:
+    """(cell id, "ok" | "stale" | "missing") per cell; then ("<id>", "extra") per orphan block."""
+    nb = nbformat.read(str(notebook), as_version=4)
+    path = translation_path(notebook, lang)
+    blocks = parse(path.read_text(encoding="utf-8"), str(path)) if path.exists() else {}
+    states = []
+    for cell in nb.cells:
+        block = blocks.pop(cell.id, None)
+        if block is None or block.marker == TODO:
+            states.append((cell.id, "missing"))
+        elif block.marker == STALE or block.hash != en_hash(cell.source):
+            states.append((cell.id, "stale"))
+        else:
+            states.append((cell.id, "ok"))
+    return states + [(cell_id, "extra") for cell_id in blocks]
+
+
+def translate_notebook(notebook: Path, lang: str):
+    """The translated notebook; raises TranslationError unless every cell is ok."""
+    bad = [f"{cid} ({state})" for cid, state in cell_states(notebook, lang) if state != "ok"]
+    path = translation_path(notebook, lang)
+    if bad:
+        shown = ", ".join(bad[:6]) + (f" and {len(bad) - 6} more" if len(bad) > 6 else "")
+        raise TranslationError(
+            f"{path.relative_to(ROOT)}: {len(bad)} cell(s) not translated or not current: "
+            f"{shown}. Run `python -m minijit.course.translate stub "
+            f"{notebook.parent.name}/{notebook.name}` and translate the blocks it marks.")
+    blocks = parse(path.read_text(encoding="utf-8"), str(path))
+    nb = copy.deepcopy(nbformat.read(str(notebook), as_version=4))
+    for cell in nb.cells:
+        block, where = blocks[cell.id], f"{path.relative_to(ROOT)}, cell {cell.id}"
+        if cell.cell_type == "code":
+            cell.source = translate_code(cell.source, parse_pairs(block.body, where), where)
+            cell.outputs, cell.execution_count = [], None
+        else:
+            cell.source = block.body
+    return nb
+
+
+def english_notebooks(root: Path = ROOT) -> list[Path]:
+    return [p for folder in FOLDERS for p in sorted((root / folder).glob("*.ipynb"))]
+
+
+def render(lang: str) -> tuple[dict[Path, str], list[str]]:
+    """Path -> text of every translated notebook that ``build`` writes, exercises included,
+    and the problems of the translation files that could not be applied."""
+    out: dict[Path, str] = {}
+    problems: list[str] = []
+    for notebook in english_notebooks():
+        if not translation_path(notebook, lang).exists():
+            continue
+        try:
+            nb = translate_notebook(notebook, lang)
+        except TranslationError as exc:
+            problems.append(str(exc))
+            continue
+        out[notebook.parent / lang / notebook.name] = dumps(nb)
+        if notebook.parent.name == "solutions":
+            exercise = make_exercise(nb, notebook.stem)
+            out[ROOT / "exercises" / lang / notebook.name] = dumps(exercise)
+    return out, problems
+
+
+def stub(notebook: Path, lang: str) -> Path:
+    """Write or extend the translation file: a todo block per new cell, existing translations
+    kept, changed ones marked stale (with the new hash, so removing the marker accepts them)."""
+    nb = nbformat.read(str(notebook), as_version=4)
+    path = translation_path(notebook, lang)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    old = parse(text, str(path))
+    first = HEADER.search(text)
+    notes = text[: first.start()] if first else (
+        f"<!-- {lang} translation of {Path(notebook).parent.name}/{Path(notebook).name}: one "
+        "block per cell; see minijit/course/translate.py -->\n\n")
+    parts = [notes.rstrip("\n") + "\n"]
+    for cell in nb.cells:
+        block, new_hash = old.pop(cell.id, None), en_hash(cell.source)
+        marker = TODO if block is None else STALE if block.hash != new_hash else block.marker
+        body = "" if block is None else block.body
+        if block is None and cell.cell_type == "code":
+            body = "\n".join(f"en: {t}\nzh: " for _, _, t in text_units(cell.source)
+                             if "\n" not in t and not protected(t))
+        parts.append(f"<!-- cell {cell.id} en:{new_hash} -->\n"
+                     + (marker + "\n" if marker else "") + (body + "\n" if body else ""))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minijit.course.translate")
+    parser.add_argument("command", choices=("status", "build", "stub"))
+    parser.add_argument("notebook", nargs="?", help="for stub: the English notebook")
+    parser.add_argument("--lang", default="zh")
+    args = parser.parse_args(argv)
+    if args.command == "stub":
+        if not args.notebook or not Path(args.notebook).is_file():
+            parser.error("stub needs an English notebook, e.g. chapters/03_the_ir.ipynb")
+        print(f"wrote {stub(Path(args.notebook), args.lang)}")
+        return 0
+    if args.command == "status":
+        incomplete = 0
+        for notebook in english_notebooks():
+            name = f"{notebook.parent.name}/{notebook.name}"
+            if not translation_path(notebook, args.lang).exists():
+                print(f"{name:45} missing (no translation file)")
+                continue
+            states = cell_states(notebook, args.lang)
+            counts = {s: [c for c, st in states if st == s]
+                      for s in ("ok", "stale", "missing", "extra")}
+            incomplete += any(counts[s] for s in ("stale", "missing", "extra"))
+            print(f"{name:45} " + ", ".join(f"{len(v)} {k}" for k, v in counts.items() if v))
+            for state in ("stale", "missing", "extra"):
+                if counts[state]:
+                    print(f"    {state}: {' '.join(counts[state])}")
+        return 1 if incomplete else 0
+    wanted, problems = render(args.lang)
+    for path, text in wanted.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+    for problem in problems:
+        print(f"not built: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
