@@ -130,6 +130,14 @@ def text_units(source: str) -> list[tuple[int, int, str]]:
     return [(a, b, source[a:b]) for a, b in units]
 
 
+def placeholders(token: str) -> list[str]:
+    """The replacement fields of a string token, sorted: ``{x:.2f}``, ``{}``, ``%s``, ``%(n)d``
+    (in an f-string, ``{...}`` holds code, so a translation must keep each one exactly)."""
+    fields = re.findall(r"\{[^{}]*\}", token.replace("{{", "").replace("}}", ""))
+    percent = re.findall(r"%(?:\(\w+\))?[-+ #0]*\d*(?:\.\d+)?[sdifrxXeEgGc]", token)
+    return sorted(fields + percent)
+
+
 def protected(token: str) -> bool:
     """The comments the grader reads: exercise headers and solution markers."""
     return bool(HEADER_RE.match(token)) or token.strip() in (BEGIN, END)
@@ -146,6 +154,9 @@ def translate_code(source: str, pairs: list[tuple[str, str]], where: str) -> str
                                    "cell (copy the token exactly, quotes and '#' included)")
         if protected(en):
             raise TranslationError(f"{where}: {en!r} is read by the grader; leave it out")
+        if not en.startswith("#") and placeholders(en) != placeholders(table[en]):
+            raise TranslationError(f"{where}: the translation of {en!r} must keep its "
+                                   f"placeholders {placeholders(en)} exactly")
     out = source
     for a, b, text in reversed(units):
         if text in table:
@@ -197,8 +208,8 @@ def translate_notebook(notebook: Path, lang: str):
     return nb
 
 
-def english_notebooks(root: Path = ROOT) -> list[Path]:
-    return [p for folder in FOLDERS for p in sorted((root / folder).glob("*.ipynb"))]
+def english_notebooks() -> list[Path]:
+    return [p for folder in FOLDERS for p in sorted((ROOT / folder).glob("*.ipynb"))]
 
 
 def render(lang: str) -> tuple[dict[Path, str], list[str]]:
@@ -238,8 +249,9 @@ def stub(notebook: Path, lang: str) -> Path:
         marker = TODO if block is None else STALE if block.hash != new_hash else block.marker
         body = "" if block is None else block.body
         if block is None and cell.cell_type == "code":
-            body = "\n".join(f"en: {t}\nzh: " for _, _, t in text_units(cell.source)
-                             if "\n" not in t and not protected(t))
+            tokens = dict.fromkeys(t for _, _, t in text_units(cell.source)
+                                   if "\n" not in t and not protected(t))
+            body = "\n".join(f"en: {t}\nzh: " for t in tokens)
         parts.append(f"<!-- cell {cell.id} en:{new_hash} -->\n"
                      + (marker + "\n" if marker else "") + (body + "\n" if body else ""))
     path.parent.mkdir(parents=True, exist_ok=True)
