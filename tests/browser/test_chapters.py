@@ -1,24 +1,101 @@
-"""Every chapter in a real JupyterLab: opened from its URL, all cells run, widgets moved.
+"""Chapters in a real JupyterLab: opened from its URL, all cells run, a widget moved.
 
-Learners meet the course in JupyterLab, and two things only a browser sees: an exception in
-an `interact` callback lands in the widget's Output (not in the cell outputs nbclient reads),
-and a widget can fail to render. A screenshot of each chapter goes to
-<screenshots>/<chapter>.png (see README.md: pytest's temporary folder, or $MINIJIT_SCREENSHOTS).
+What only a browser sees: an exception in an `interact` callback lands in the widget's
+Output (not in the cell outputs nbclient reads), a widget or an image can fail to render,
+and a control can be in the page with no size. Whether each chapter runs top to bottom
+without an unexpected error is tests/test_notebooks.py's job (nbclient, every chapter), and
+the course's drawings and widgets are tested in-process (tests/test_course*.py); running
+every chapter here too would repeat those runs (about 20 s of a worker per chapter).
+
+So the browser runs the fewest chapters that together show every kind of output and every
+kind of control the course has (`BROWSER_CHAPTERS`; `test_the_chosen_chapters_cover_every
+_kind` checks the choice against all chapters, so a new widget or output in another chapter
+fails here until a chapter showing it is added). A screenshot of each goes to
+<screenshots>/<chapter>.png (see README.md: pytest's temporary folder, or
+$MINIJIT_SCREENSHOTS).
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from . import lab
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
-
 CHAPTER_FILES = sorted(lab.REPO.joinpath("chapters").glob("*.ipynb"))
+
+# The chapters run here, and what each shows (kinds: see `_kinds`).
+BROWSER_CHAPTERS = (
+    # `interact` with a FloatLogSlider redrawing a plot (the crossover); images
+    "01_why_jit",
+    # `interactive` (the cell's value, not displayed by `interact`) with Dropdowns
+    # (promotion_explorer); errors in cells tagged raises-exception, stderr
+    "03_the_ir",
+    # `interact` with an IntSlider and the course's only SelectionSlider redrawing a plot
+    # (bucket_explorer); expected errors, stderr, images
+    "04_jit_and_the_cache",
+    # pass_stepper: Dropdown, Text, Textarea, IntSlider, Play, Button, an HTML view (and so
+    # chapter 08's; chapter 10's record_stepper has a subset of these controls)
+    "07_cleanup_passes",
+)
+
+# Where a chapter's controls come from: a course helper it calls builds them.
+_HELPERS = {
+    "bucket_explorer": {"interact", "IntSlider", "SelectionSlider"},
+    "newton_explorer": {"interact", "IntSlider"},
+    "run_counts_slider": {"interactive", "IntSlider"},
+    "promotion_explorer": {"interactive", "Dropdown"},
+    "pass_stepper": {"Dropdown", "Text", "Textarea", "IntSlider", "Play", "Button", "HTML"},
+    "record_stepper": {"HTML", "Button", "IntSlider", "Play"},
+}
+_WIDGETS = ("interactive", "interact", "FloatLogSlider", "IntSlider", "FloatSlider",
+            "SelectionSlider", "Dropdown", "Textarea", "Text", "Play", "Button", "Checkbox",
+            "ToggleButtons", "RadioButtons", "Output")
+
+
+def _kinds(path) -> set[str]:
+    """What a chapter shows, read from its source: the widgets and controls it builds
+    (directly or through a course helper), plots, HTML displays, expected errors."""
+    import nbformat
+
+    kinds: set[str] = set()
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        src = cell.source
+        if "raises-exception" in cell.metadata.get("tags", []):
+            kinds.add("expected error")
+        for helper, widgets in _HELPERS.items():
+            if re.search(rf"\b{helper}\(", src):
+                kinds |= widgets
+        kinds |= {w for w in _WIDGETS if re.search(rf"\bwidgets\.{w}\b|\b{w}\(", src)
+                  and ("widgets" in src or "ipywidgets" in src)}
+        if re.search(r"\bplt\.|plot_profile\(|draw_\w+\(", src):
+            kinds.add("plot")
+        if re.search(r"\bHTML\(", src):
+            kinds.add("HTML")
+    return kinds
+
+
+def test_the_chosen_chapters_cover_every_kind():
+    """Every kind of output or control some chapter shows is shown by a chapter run here."""
+    by_name = {p.stem: p for p in CHAPTER_FILES}
+    if not by_name:
+        pytest.skip("chapters/ has no notebooks yet")
+    missing = [c for c in BROWSER_CHAPTERS if c not in by_name]
+    assert not missing, f"BROWSER_CHAPTERS names chapters that do not exist: {missing}"
+    covered = set().union(*(_kinds(by_name[c]) for c in BROWSER_CHAPTERS))
+    for path in CHAPTER_FILES:
+        extra = _kinds(path) - covered
+        assert not extra, (
+            f"{path.name} shows {sorted(extra)}, which no chapter in BROWSER_CHAPTERS shows: "
+            "add it (or one showing those) to BROWSER_CHAPTERS in tests/browser/test_chapters.py")
 
 
 def _params():
-    if not CHAPTER_FILES:
+    chosen = [p for p in CHAPTER_FILES if p.stem in BROWSER_CHAPTERS]
+    if not chosen:
         return [
             pytest.param(
                 None,
@@ -26,9 +103,12 @@ def _params():
                 marks=pytest.mark.skip(reason="chapters/ has no notebooks yet: nothing to run"),
             )
         ]
-    return [pytest.param(p, id=p.stem) for p in CHAPTER_FILES]
+    return [pytest.param(p, id=p.stem) for p in chosen]
 
 
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.xdist_group("browser")
 @pytest.mark.timeout(lab.seconds(lab.RUN_ALL_S + 300))
 @pytest.mark.parametrize("chapter", _params())
 def test_chapter_runs_in_jupyterlab(chapter, page, lab_server, screenshot_dir, record_property):
