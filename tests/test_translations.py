@@ -50,6 +50,27 @@ def test_built_notebooks_are_current(rendered):
     assert not extra, f"built from no translation file (delete them): {extra}"
 
 
+def test_built_notebooks_are_clean(rendered):
+    from notebook_runner import check_clean
+
+    for path in rendered[0]:
+        assert check_clean(path) == [], path
+
+
+def test_exercises_grade_like_the_english(rendered):
+    """The grader finds exercises by their headers and check() cells: the same as in English."""
+    from minijit.grading.notebook import check_call, exercise_headers
+
+    def graded_parts(path):
+        nb = nbformat.read(str(path), as_version=4)
+        return (exercise_headers(nb), [check_call(c.source) for c in nb.cells
+                                       if c.cell_type == "code"])
+
+    exercises = [p for p in rendered[0] if p.parent.parent.name == "exercises"]
+    for path in exercises:
+        assert graded_parts(path) == graded_parts(_english_of(path)), path
+
+
 def test_built_notebooks_keep_ids_tags_and_kernel(rendered):
     for path in rendered[0]:
         english = nbformat.read(str(path.parent.parent / path.name), as_version=4)
