@@ -132,6 +132,9 @@ def test_cell_without_translation_is_missing_and_fails(copy_root):
     assert "00-welcome-17 (missing)" in translate.render(LANG)[1][0]
     translate.stub(notebook, LANG)  # a todo block, still missing until translated
     assert ("00-welcome-17", "missing") in translate.cell_states(notebook, LANG)
+    md.write_text(md.read_text(encoding="utf-8").replace(translate.TODO + "\n", ""), "utf-8")
+    # without the marker, an empty block of a markdown cell is still no translation
+    assert ("00-welcome-17", "missing") in translate.cell_states(notebook, LANG)
     assert "<!-- cell 00-welcome-17 " in md.read_text(encoding="utf-8")
 
 

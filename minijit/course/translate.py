@@ -38,7 +38,7 @@ import io
 import re
 import sys
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from minijit.grading.fast_nbformat import nbformat
@@ -66,7 +66,6 @@ class Block:
     hash: str
     body: str  # markers removed
     marker: str = ""  # TODO, STALE or ""
-    pairs: list[tuple[str, str]] = field(default_factory=list)  # code cells
 
 
 def parse(text: str, where: str = "translation") -> dict[str, Block]:
@@ -177,7 +176,8 @@ def cell_states(notebook: Path, lang: str) -> list[tuple[str, str]]:
     states = []
     for cell in nb.cells:
         block = blocks.pop(cell.id, None)
-        if block is None or block.marker == TODO:
+        if block is None or block.marker == TODO or (  # a markdown cell needs its text
+                cell.cell_type != "code" and cell.source.strip() and not block.body.strip()):
             states.append((cell.id, "missing"))
         elif block.marker == STALE or block.hash != en_hash(cell.source):
             states.append((cell.id, "stale"))
