@@ -83,18 +83,12 @@ def interact_raises() -> nbformat.NotebookNode:
     )
 
 
-def error_cell() -> nbformat.NotebookNode:
-    """An ordinary error output in an untagged cell (the cells after it are then not run)."""
-    return _nb(
-        new_code_cell('print("fine")'),
-        new_code_cell("raise RuntimeError('deliberately broken cell')"),
-        new_code_cell('print("never reached")'),
-    )
-
-
-def widget_fails_to_render() -> nbformat.NotebookNode:
-    """A widget whose view class does not exist in the browser: ipywidgets shows an error
-    widget instead of the control, and no Python exception happens anywhere."""
+def three_faults() -> nbformat.NotebookNode:
+    """Three faults, each reported on its own: a widget whose view class does not exist in
+    the browser (ipywidgets shows an error widget instead of the control, and no Python
+    exception happens anywhere), a slider whose moves change nothing a learner can see
+    (nothing observes it), and an ordinary error output in an untagged cell (the cells after
+    it are then not run). One notebook, so JupyterLab opens one page and starts one kernel."""
     return _nb(
         new_code_cell(SETUP),
         new_code_cell(
@@ -107,14 +101,10 @@ def widget_fails_to_render() -> nbformat.NotebookNode:
             "\n"
             "Missing()"
         ),
-    )
-
-
-def dead_slider() -> nbformat.NotebookNode:
-    """A slider whose moves change nothing a learner can see (nothing observes it)."""
-    return _nb(
-        new_code_cell(SETUP),
         new_code_cell("widgets.IntSlider(description='inert', min=0, max=10)"),
+        new_code_cell('print("fine")'),
+        new_code_cell("raise RuntimeError('deliberately broken cell')"),
+        new_code_cell('print("never reached")'),
     )
 
 
