@@ -21,6 +21,7 @@ import numpy as np
 
 from minijit import build
 from minijit import primitives as P
+from minijit.codegen.reroll import emit_loop, repeated_runs
 from minijit.codegen.rules import (
     Indexed,
     Reduction,
@@ -209,13 +210,13 @@ def _open_loop(out, line: str, threaded: bool) -> None:
     out.indent += 1
 
 
-def _element_body(out, members, full_inputs, env, idx, name, reads, index):
+def _element_body(out, members, full_inputs, env, idx, name, reads, index, live=None):
     """Inside the loops: read each input of the loop's shape once, compute the members.
     Returns `atom(a)`, the expression of a kernel value for this element."""
     for v, outer in full_inputs:
         env[id(v)] = name(v)
         out.line(f"{name(v)} = {outer}[{index}]")
-    emit_elements(out, members, env, idx, name, reads)
+    emit_elements(out, members, env, idx, name, reads, live=live)
 
     def atom(a):
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
@@ -363,7 +364,8 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         _open_loop(out, loop_line(k), threads and k == 0)
         if split and folded_at is None and threads and k == 0:
             out.line(allocate_scratch)  # each thread its own scratch row
-    atom = _element_body(out, members, full_inputs, env, idx, name, reads, index)
+    live = {id(v) for v in kernel.outvars} | ({id(last.invars[0])} if reduction else set())
+    atom = _element_body(out, members, full_inputs, env, idx, name, reads, index, live)
     if reduction and not split:
         for stmt in rule.combine(acc, atom(last.invars[0]), last.outvars[0].aval.dtype):
             out.line(stmt)
@@ -436,7 +438,8 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
             out.line(allocate_scratch)
     if members or stores:
         _open_loop(out, loop_line(rank - 1), False)
-        atom = _element_body(out, members, full_inputs, env, idx, name, reads, index)
+        atom = _element_body(out, members, full_inputs, env, idx, name, reads, index,
+                             {id(v) for v, _ in stores} | {id(folded)})
         for v, outer in stores:
             _store(out, outer, atom(v), index)
         if scratch:
@@ -460,13 +463,15 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
 
 def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
                   reads: dict[int, str] | None = None,
-                  after: dict[int, list[str]] | None = None) -> None:
+                  after: dict[int, list[str]] | None = None, live: set | None = None) -> None:
     """Per-element statements for elementwise equations (and nested elementwise kernels).
 
     `env` maps a variable to its per-element scalar expression, or, for an operand that
     `broadcast_in_dim` reads, to the array it indexes with the loop indices `idx`; `reads`
     maps a `broadcast_in_dim` equation to the subscript `loop_nest` gave its operand;
     `after` maps a variable to lines written right after the statement that computes it.
+    Given `live`, the ids of the values read after `eqns`, long runs of repeated equations
+    become loops (reroll.py).
     """
     reads = reads or {}
     after = after or {}
@@ -474,7 +479,17 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
     def atom(a):
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
 
-    for eqn in eqns:
+    unique = {id(e) for e in eqns if e.primitive is fused_p or id(e) in reads
+              or any(id(v) in after for v in e.outvars)}
+    runs = repeated_runs(eqns, live, unique) if live is not None else {}
+    done = 0  # equations before this one are written (a rolled loop wrote several)
+    for k, eqn in enumerate(eqns):
+        if k < done:
+            continue
+        if k in runs:
+            done = emit_loop(out, eqns, k, *runs[k], env, lambda block: emit_elements(
+                out, block, env, idx, name, reads, after))
+            continue
         if eqn.primitive is fused_p:  # an elementwise kernel inside a loop body
             kernel = eqn.params["jaxpr"]
             for v, a in zip(kernel.invars, eqn.invars):

@@ -1,0 +1,145 @@
+"""Rolling a kernel's repeated equations back into a loop (chapter 09).
+
+A Python loop in a traced function is unrolled by tracing: `for _ in range(1000): x = f(x)`
+leaves 1,000 copies of `f`'s equations in the Jaxpr, and a fused kernel of them became 1,000
+copies of the same statements in the generated source. Numba's compile time grows with the
+statements it reads (about 1.5 ms each, most of it Numba's own typing and lowering, not
+LLVM), so such a kernel took seconds to compile. Here a run of identical blocks becomes one
+`for` loop over one block:
+
+    e = a[i0]                                  _c0_0 = a[i0]
+    f = (e * 1.0001)                           for _r0 in range(1000):
+    g = math.sin(f)           becomes              f = (_c0_0 * 1.0001)
+    h = (g * 1.0001)                               g = math.sin(f)
+    k = math.sin(h)                                _c0_0 = g
+    ...
+
+The loop computes the same operations in the same order, so its results are identical.
+
+What counts as a repeated block: `repeated_runs` gives each equation a signature that does
+not depend on where it stands (its primitive, params, literals, output types, and for each
+operand either "the value k equations back" or, for a value from outside the kernel body,
+that value itself), and looks for a stretch whose signatures repeat with a period p. Invariants
+of a run it returns:
+- every operand of a block is a constant of the run (a literal, or the same outside value in
+  every block), a value of the same block, or a value of the block before it (a *carry*: in
+  the first block, the value just before the run);
+- nothing after the run reads a value of any block but the last.
+So the loop's carries are the values one block hands the next, and after the loop, each value
+of the last block is the loop body's variable of that name.
+
+The cost: LLVM vectorizes innermost loops only, and the rolled loop is now the innermost, so
+a kernel of cheap operations (no calls such as `sin`) may run slower on large arrays; runs
+shorter than `MIN_EQNS` equations stay straight-line code.
+"""
+
+from __future__ import annotations
+
+from minijit.codegen.scalar_rules import cast
+from minijit.ir import Lit, Var
+
+MIN_EQNS = 48  # a run this long or longer becomes a loop (Numba: about 70 ms of compile)
+MAX_PERIOD = 32  # the longest block looked for
+
+
+def repeated_runs(eqns, live_after: set[int], unique=frozenset()) -> dict[int, tuple[int, int]]:
+    """{start: (period, repeats)} of the runs of `eqns` to roll into loops (see the module
+    docstring). `live_after` holds the ids of values read after `eqns`; equations whose ids
+    are in `unique` are never part of a run (their code depends on more than the equation)."""
+    n = len(eqns)
+    if n < MIN_EQNS:
+        return {}
+    where = {id(v): (k, j) for k, e in enumerate(eqns) for j, v in enumerate(e.outvars)}
+    sig = [_signature(eqns, k, where, unique) for k in range(n)]
+    read_at: dict[int, int] = {}  # id(value) -> the last equation that reads it
+    for k, e in enumerate(eqns):
+        for a in e.invars:
+            if isinstance(a, Var):
+                read_at[id(a)] = k
+    runs, i = {}, 0
+    while i < n:
+        best = None
+        for p in range(1, min(MAX_PERIOD, (n - i) // 2) + 1):
+            length = 0
+            while i + length + p < n and sig[i + length] == sig[i + length + p]:
+                length += 1
+            repeats = _closed(eqns, i, p, (length + p) // p, where, read_at, live_after)
+            if (repeats >= 2 and repeats * p >= MIN_EQNS
+                    and (best is None or repeats * p > best[0] * best[1])):
+                best = (p, repeats)
+        if best:
+            runs[i] = best
+            i += best[0] * best[1]
+        else:
+            i += 1
+    return runs
+
+
+def _signature(eqns, k: int, where: dict, unique) -> tuple:
+    e = eqns[k]
+    if id(e) in unique:
+        return ("unique", k)
+    operands = []
+    for a in e.invars:
+        if isinstance(a, Lit):
+            operands.append(("literal", repr(a.val), str(a.aval.dtype)))
+        elif id(a) in where:  # k - d: how far back it was computed, and which output
+            d, j = where[id(a)]
+            operands.append((k - d, j))
+        else:
+            operands.append(("outside", id(a)))
+    params = tuple(sorted((key, repr(v)) for key, v in e.params.items()))
+    outs = tuple((v.aval.shape, str(v.aval.dtype)) for v in e.outvars)
+    return (e.primitive.name, id(e.primitive), params, tuple(operands), outs)
+
+
+def _closed(eqns, start: int, p: int, repeats: int, where, read_at, live_after) -> int:
+    """How many of the `repeats` blocks of `p` equations from `start` can be rolled: 0 if a
+    block reads a value older than the block before it, else up to the first block that a
+    later equation (or `live_after`) reads other than through the next block."""
+    for pos, e in enumerate(eqns[start:start + p]):
+        for a in e.invars:
+            if isinstance(a, Var) and id(a) in where and start + pos - where[id(a)][0] > pos + p:
+                return 0
+    for b in range(repeats - 1):
+        next_end = start + p * (b + 2)
+        for e in eqns[start + p * b:start + p * (b + 1)]:
+            if any(id(v) in live_after or read_at.get(id(v), -1) >= next_end
+                   for v in e.outvars):
+                return b + 1  # this block's values are read later: it is the last one
+    return repeats
+
+
+def emit_loop(out, eqns, start: int, p: int, repeats: int, env: dict, emit_block) -> int:
+    """Write the run of `repeats` blocks of `p` equations from `start` as one loop; return
+    the index of the equation after it. `emit_block(eqns)` writes straight-line code for a
+    block and names its values in `env`."""
+    count = getattr(out, "rolled_loops", 0)
+    out.rolled_loops = count + 1
+    block = eqns[start:start + p]
+    defined_before = {id(v): (k, j) for k, e in enumerate(eqns[:start]) for j, v in
+                      enumerate(e.outvars)}
+    carries: dict[tuple[int, int], str] = {}  # (equation in the block, output) -> its carry
+    saved: dict[int, str] = {}
+    for e in block:
+        for a in e.invars:
+            if isinstance(a, Var) and id(a) in defined_before and id(a) not in saved:
+                k, j = defined_before[id(a)]
+                carry = f"_c{count}_{len(carries)}"
+                carries[(k - (start - p), j)] = carry
+                out.line(f"{carry} = {cast(env[id(a)], a.aval.dtype)}")
+                saved[id(a)] = env[id(a)]
+                env[id(a)] = carry  # the first block reads the carry, as every later one
+    out.line(f"for _r{count} in range({repeats}):")
+    out.indent += 1
+    emit_block(block)
+    for (k, j), carry in carries.items():
+        v = block[k].outvars[j]
+        out.line(f"{carry} = {cast(env[id(v)], v.aval.dtype)}")
+    out.indent -= 1
+    env.update(saved)
+    end = start + p * repeats
+    for first, last in zip(block, eqns[end - p:end]):  # after the loop: the last block's
+        for v, w in zip(first.outvars, last.outvars):  # values are the body's variables
+            env[id(w)] = env[id(v)]
+    return end

@@ -1,0 +1,113 @@
+"""Rolled loops (`minijit/codegen/reroll.py`): a kernel's long run of repeated equations (a
+Python loop unrolled by tracing) is generated as one `for` loop over one block.
+
+The loop computes the same operations in the same order, so its values are compared bit for
+bit with `eval_jaxpr`'s. What would go wrong if a run were cut badly: a block reading a value
+two blocks back, or a later equation reading a value of a block other than the last, would
+read the wrong iteration's value; the programs below put such reads on purpose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minijit as mj
+import minijit.numpy as mnp
+from minijit import lax
+from minijit.codegen.reroll import MIN_EQNS
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIJIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def check_exact(f, *args):
+    closed = mj.make_jaxpr(f)(*args)
+    want = mj.eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    got = mj.jit(f, backend="numba")(*args)
+    got = list(got) if isinstance(got, (tuple, list)) else [got]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g = np.asarray(g)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+def chain(k):
+    def f(x):
+        for j in range(k):
+            x = x * 1.0001 if j % 3 == 0 else x + 0.001 if j % 3 == 1 else mnp.sin(x)
+        return x
+    return f
+
+
+X = np.linspace(-1.0, 1.0, 7)
+
+
+def source(f, *args) -> str:
+    return mj.jit(f, backend="numba").lower(*args).as_text()
+
+
+def test_a_long_chain_is_one_loop_and_exact():
+    text = source(chain(300), X)
+    assert text.count("for _r") == 1 and len(text.splitlines()) < 40
+    check_exact(chain(300), X)
+
+
+def test_a_short_chain_stays_straight_line():
+    assert "for _r" not in source(chain(MIN_EQNS - 3), X)
+
+
+def test_two_carries_and_an_outside_value():
+    def f(x, w):
+        y = x * 0.5
+        for _ in range(40):
+            x, y = y, x * w + y * 0.25  # each block reads both values of the block before
+        return x - y
+
+    assert "for _r" in source(f, X, X[::-1].copy())
+    check_exact(f, X, X[::-1].copy())
+
+
+def test_values_of_earlier_blocks_read_later():
+    def f(x):
+        seen = []
+        for _ in range(80):
+            x = mnp.sin(x) * 0.999
+            seen.append(x)
+        # the 10th and the 70th values are read after the chain: no loop may hide them
+        return x + seen[10] * seen[70], seen[79] - seen[40]
+
+    check_exact(f, X)
+
+
+def test_a_block_reading_two_blocks_back():
+    def f(x):
+        prev, cur = x, mnp.cos(x)
+        for _ in range(50):
+            prev, cur = cur, cur * 0.5 + prev * 0.25
+        return cur
+
+    check_exact(f, X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64])
+def test_other_dtypes(dtype):
+    def f(x):
+        for _ in range(40):
+            x = x * 3 + 1  # wraps around for the integers, as in JAX
+        return x
+
+    x = (np.arange(5) - 2).astype(dtype)
+    assert "for _r" in source(f, x)
+    check_exact(f, x)
+
+
+def test_a_reduction_of_a_chain_and_a_chain_in_a_loop_body():
+    def f(x):
+        return mnp.sum(chain(150)(x), axis=0), lax.fori_loop(0, 3, lambda i, v: chain(90)(v), x)
+
+    assert source(f, X).count("for _r") == 2
+    check_exact(f, X)
