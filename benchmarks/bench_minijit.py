@@ -26,22 +26,6 @@ import contextlib
 import os
 import sys
 
-
-def _early_threads(argv: list[str]) -> str:
-    """--threads, read before NumPy is imported (BLAS reads its thread count at load time)."""
-    for k, a in enumerate(argv):
-        if a == "--threads" and k + 1 < len(argv):
-            return argv[k + 1]
-        if a.startswith("--threads="):
-            return a.split("=", 1)[1]
-    return "1"
-
-
-THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-for _var in THREAD_VARS:
-    os.environ.setdefault(_var, _early_threads(sys.argv[1:]))
-
-
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import gc  # noqa: E402
@@ -67,8 +51,14 @@ sys.path.insert(0, str(HERE))
 
 import workloads as W  # noqa: E402
 
-GROUPS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "MEM", "SCALE")
+GROUPS = ("W1", "COPY", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "LN", "ATT", "MEM",
+          "SCALE")
+# Timed in both modes; the others (first calls, compile scaling, peak memory) run once, in
+# the all-cores mode (the defaults a user gets), or in the one-core mode if it runs alone.
+TIMED = ("W1", "COPY", "W2", "W3", "W4", "W5", "W7", "W8", "LN", "ATT")
 perf = time.perf_counter
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+MODES = ("one", "all")  # one thread for every contender; every usable core for every one
 
 
 # --------------------------------------------------------------------------- timing
@@ -78,7 +68,7 @@ class Settings:
     def __init__(self, quick: bool):
         self.quick = quick
         # seconds of timing per workload (all contenders together), runs, seconds per sample
-        self.budget, self.min_runs, self.max_runs = (0.25, 3, 7) if quick else (3.0, 7, 41)
+        self.budget, self.min_runs, self.max_runs = (0.15, 3, 7) if quick else (3.0, 7, 41)
         self.sample_s = 0.004 if quick else 0.02
         self.w6_repeats = 1 if quick else 5  # fresh functions compiled in this process
         self.w6_processes = 1 if quick else 3  # new processes with a warm disk cache
@@ -105,7 +95,8 @@ def measure(calls: dict[str, Callable[[], object]], s: Settings) -> dict[str, di
 
     A run times `number` back-to-back calls (enough to last `s.sample_s`); the number of
     runs fits the time budget, within [min_runs, max_runs]. The garbage collector is off
-    while timing, as in `timeit`."""
+    while timing, as in `timeit`. `cores`: the process's CPU time ÷ wall time over the runs
+    (the cores a contender kept busy; less than it could use when the machine is loaded)."""
     if not calls:
         return {}
     est = {k: estimate(f) for k, f in calls.items()}
@@ -113,6 +104,7 @@ def measure(calls: dict[str, Callable[[], object]], s: Settings) -> dict[str, di
     per_run = sum(number[k] * est[k] for k in calls) or 1e-9
     runs = int(min(s.max_runs, max(s.min_runs, s.budget / per_run)))
     samples: dict[str, list[float]] = {k: [] for k in calls}
+    cpu = dict.fromkeys(calls, 0.0)  # CPU seconds of the whole process while k ran
     order = list(calls)
     enabled = gc.isenabled()
     gc.collect()
@@ -121,15 +113,18 @@ def measure(calls: dict[str, Callable[[], object]], s: Settings) -> dict[str, di
         for r in range(runs):
             for k in order[r % len(order):] + order[:r % len(order)]:
                 f, m = calls[k], number[k]
-                t0 = perf()
+                c0, t0 = time.process_time(), perf()
                 for _ in range(m):
                     f()
-                samples[k].append((perf() - t0) / m)
+                t1 = perf()
+                cpu[k] += time.process_time() - c0
+                samples[k].append((t1 - t0) / m)
     finally:
         if enabled:
             gc.enable()
     return {k: {"median": statistics.median(v), "min": min(v), "runs": runs,
-                "number": number[k]} for k, v in samples.items()}
+                "number": number[k], "cores": cpu[k] / (sum(v) * number[k])}
+            for k, v in samples.items()}
 
 
 # --------------------------------------------------------------------------- W1-W5
@@ -144,7 +139,8 @@ def run_workload(w: W.Workload, s: Settings) -> dict:
     for c in W.CONTENDERS:
         impl = w.impls.get(c)
         if impl is None:
-            cells[c] = {"status": "skipped" if c == "jax" else "n/a"}
+            jax_missing = c == "jax" and W.jax_programs() is None
+            cells[c] = {"status": "skipped" if jax_missing else "n/a"}
             continue
         try:
             call = impl.bind(inputs)
@@ -544,10 +540,15 @@ def _verdict(ok: bool | None) -> str:
     return "-" if ok is None else "met" if ok else "**not met**"
 
 
+def goal_mode(res: dict) -> str:
+    return "all" if "all" in res["modes"] else next(iter(res["modes"]), "all")
+
+
 def goals(res: dict) -> list[tuple[str, str, str]]:
-    """(goal, measured, met) for every goal of the project; the ones this run did not
-    measure say so."""
-    rows = res["rows"]
+    """(goal, measured, met) for every goal of the project, read from the all-cores mode
+    (the one-core mode where it ran alone); the ones this run did not measure say so."""
+    rows = res["modes"][goal_mode(res)]["rows"]
+    one_rows = res["modes"].get("one", {}).get("rows", [])
     out = []
     verdict = _verdict
 
@@ -589,6 +590,32 @@ def goals(res: dict) -> list[tuple[str, str, str]]:
                 out.append((f"W1 GELU float32 {r['size']}: minijit at least 3× faster than "
                             "NumPy", "-" if x is None else f"{1 / x:.2f}× faster",
                             verdict(x is not None and 1 / x >= 3.0)))
+    copy = by("COPY", "copy")
+    big64 = max((r for r in w1 if r["meta"]["dtype"] == "float64"), key=lambda r: r["param"],
+                default=None)
+    if copy is not None and big64 is not None:
+        limits = {c: copy["cells"][c]["median"] for c in ("numpy", "numba")
+                  if copy["cells"][c].get("status") == "ok"}
+        mine = big64["cells"]["minijit"]
+        if limits and mine.get("status") == "ok":
+            best = min(limits, key=limits.get)
+            x = mine["median"] / limits[best]
+            out.append((f"W1 GELU float64 {big64['size']}: minijit within 1.5× of a copy of "
+                        "its input", f"{x:.2f}× the copy ({fmt_time(limits[best])}, "
+                        f"{W.LABELS[best]})", verdict(x <= 1.5)))
+    if one_rows and rows is not one_rows:
+        # The same serial code runs in both modes at these sizes: 5% slack for timing noise.
+        pairs = [(r, o) for r in w1 for o in one_rows if o["group"] == "W1"
+                 and o["name"] == r["name"] and o["size"] == r["size"] and r["param"] <= 10**4]
+        xs = [(r["cells"]["minijit"]["median"] / o["cells"]["minijit"]["median"],
+               f"{r['meta']['dtype']} {r['size']}") for r, o in pairs
+              if r["cells"]["minijit"].get("status") == o["cells"]["minijit"].get("status")
+              == "ok"]
+        if xs:
+            worst = max(xs)
+            out.append(("W1 GELU at n <= 1e4: minijit at all cores no slower than at one "
+                        "thread (within 5%)", f"at most {worst[0]:.2f}× ({worst[1]})",
+                        verdict(worst[0] <= 1.05)))
     if "memory" in res:
         m = res["memory"].get("minijit", {})
         x = m.get("times_output")
@@ -611,6 +638,8 @@ def goals(res: dict) -> list[tuple[str, str, str]]:
              "W7 MLP forward float64: minijit no slower than JAX"),
             ("W7", "MLP forward float32", "jax", 1.0,
              "W7 MLP forward float32: minijit no slower than JAX"),
+            ("LN", "layer norm", "jax", 1.0, "LN layer norm: minijit no slower than JAX"),
+            ("ATT", "attention", "jax", 1.0, "ATT attention: minijit no slower than JAX"),
             ("W8", "Jacobi", "numba", 1.5,
              "W8 Jacobi while_loop: minijit within 1.5× of hand-written Numba"),
             ("W8", "Jacobi", "jax", 0, "W8 Jacobi while_loop: minijit faster than JAX")):
@@ -666,11 +695,15 @@ def goals(res: dict) -> list[tuple[str, str, str]]:
             m = r["minijit"]
             out.append((text, _scale_cell(m), verdict(m.get("status") == "ok"
                                                       and m["first_call"] < 10.0)))
-        text = "SCALE first call, chain of K=5000 ops: minijit no slower than JAX"
-        r = scale_row("chain", 5000)
-        if r is None:
-            out.append((text, "not measured in this run", verdict(None)))
-        else:
+        for case, k, text in (
+                ("chain", 5000, "SCALE first call, chain of K=5000 ops: minijit no slower "
+                 "than JAX"),
+                ("nested", 3, "SCALE first call, control flow 3 deep: minijit no slower than "
+                 "JAX")):
+            r = scale_row(case, k)
+            if r is None:
+                out.append((text, "not measured in this run", verdict(None)))
+                continue
             m, j = r["minijit"], r["jax"]
             if j.get("status") == "ok" and m.get("status") == "ok":
                 x = m["first_call"] / j["first_call"]
@@ -690,50 +723,113 @@ def _first(runs: dict, key: str) -> str:
     return f"{runs[key]['first_call']:.3f} s" if key in runs else "not run (--quick)"
 
 
+MODE_TEXT = {
+    "one": "BLAS, numexpr, hand-written Numba (serial loops) and minijit (`MINIJIT_THREADS=1`) "
+           "on one thread; XLA's threads pinned to one CPU (no `XLA_FLAGS` holds it to one "
+           "thread)",
+    "all": "BLAS and numexpr on every usable core, hand-written Numba's parallel loops "
+           "(`parallel=True`, `prange`) on Numba's threads, JAX and minijit with their "
+           "defaults",
+}
+
+
+def time_table(mode: dict, settings: dict) -> list[str]:
+    """One mode's table of times: each row's contenders, with ratios to Numba and NumPy."""
+    rows = mode["rows"]
+    heads = [W.LABELS[c] for c in W.CONTENDERS]
+    lines = [
+        f"## Time per call: {mode['label']}", "",
+        f"{MODE_TEXT[mode['mode']]}. Load average at the start {mode['load_start']}, at the "
+        f"end {mode['load_end']} ({mode['wall_s']:.0f} s); {mode['env']}; Numba threads "
+        f"{mode['numba_threads']}, minijit `threads` {mode['minijit_threads']}.", "",
+        "Median of the runs; in brackets, time ÷ hand-written Numba's and time ÷ NumPy's "
+        "(below 1.00× is faster). n/a: not expressible in that tool.", "",
+        "| workload | size | " + " | ".join(heads) + " |", "|---|---|" + "---:|" * len(heads)]
+    for r in rows:
+        lines.append(f"| {r['group']} {r['name']} | {r['size']} | "
+                     + " | ".join(cell_text(r, c) for c in W.CONTENDERS) + " |")
+    runs = sorted({c["runs"] for r in rows for c in r["cells"].values() if "runs" in c})
+    notes = sorted({f"{W.LABELS[c]} ({r['name']}): {cell['note']}" for r in rows
+                    for c, cell in r["cells"].items() if cell.get("note")})
+    span = "" if not runs else str(runs[0]) if runs[0] == runs[-1] else (
+        f"{runs[0]}-{runs[-1]}")
+    lines += ["", f"Runs per timing: {span}" if runs else "",
+              "(each run times enough back-to-back calls to last "
+              f"{settings['sample_s'] * 1e3:g} ms; W5 is the time of one call in "
+              "such a loop)." if runs else ""]
+    busy = [f"{W.LABELS[c]} {r['group']} {r['size']} {cell['cores']:.1f}" for r in rows
+             for c, cell in r["cells"].items() if cell.get("cores", 0) > 1.2]
+    lines.append("- Cores kept busy while timing (CPU time ÷ wall time), where above 1.2: "
+                 + (", ".join(busy) if busy else "none") + ".")
+    return lines + [f"- {n}" for n in notes] + [""]
+
+
+def same_row(row: dict, rows: list[dict]) -> dict | None:
+    return next((r for r in rows if r["name"] == row["name"] and r["size"] == row["size"]),
+                None)
+
+
+def vs_jax_table(res: dict) -> list[str]:
+    """minijit ÷ JAX in each mode, and what the threads bought minijit and JAX."""
+    modes = res["modes"]
+    if not modes:
+        return []
+    first = next(iter(modes.values()))
+    labels = {m: modes[m]["label"] for m in modes}
+    both = "one" in modes and "all" in modes
+    head = ["workload", "size", *(f"minijit ÷ JAX, {labels[m]}" for m in modes)]
+    if both:
+        head += [f"minijit {labels['all']} ÷ 1 core", f"JAX {labels['all']} ÷ 1 core"]
+    lines = ["## minijit against JAX, both modes", "",
+             "Time ÷ time (below 1.00× minijit is faster; in the last columns, below 1.00× the "
+             "threads helped).", "", "| " + " | ".join(head) + " |",
+             "|---|---|" + "---:|" * (len(head) - 2)]
+    for row in first["rows"]:
+        if row["group"] == "COPY":
+            continue
+        cells = [fmt_ratio(ratio(r, "minijit", "jax")) if (r := same_row(row, modes[m]["rows"]))
+                 else "-" for m in modes]
+        if both:
+            one, all_ = same_row(row, modes["one"]["rows"]), same_row(row, modes["all"]["rows"])
+            for c in ("minijit", "jax"):
+                a, b = (all_ or {}).get("cells", {}).get(c, {}), one["cells"].get(c, {})
+                cells.append(fmt_ratio(a["median"] / b["median"]) if a.get("status")
+                             == b.get("status") == "ok" else "-")
+        lines.append(f"| {row['group']} {row['name']} | {row['size']} | " + " | ".join(cells)
+                     + " |")
+    return lines + [""]
+
+
 def markdown(res: dict) -> str:
     env = res["env"]
+    modes = res["modes"]
     lines = [
         "# minijit benchmarks", "",
         f"`{env['command']}` on {env['date']}, {'quick' if res['settings']['quick'] else 'full'}"
         f" run, {env['wall_s']:.0f} s.", "",
-        f"- Machine: {env['cpu']}, {env['cores']} cores, {env['system']}. **Load average** "
-        f"(1, 5, 15 min) at the start {env['load_start']}, at the end {env['load_end']}: the "
-        "machine is shared, so compare ratios within this run, not absolute times.",
+        f"- Machine: {env['cpu']}, {env['cores']} cores of which this process may use "
+        f"{env['usable']}, {env['system']}. The machine may be shared: compare ratios within "
+        "this run, not absolute times; each mode's **load average** (1, 5, 15 min) at its "
+        "start and end is given with its table.",
         f"- Python {env['python']}, NumPy {env['numpy']}, Numba {env['numba']}, numexpr "
         f"{env['numexpr']}, minijit {env['minijit']} ({env['git']}).",
-        f"- Threads: {env['threads']} (BLAS, numexpr); hand-written Numba and minijit run on "
-        "one thread; XLA may still split JAX's large elementwise loops over the cores "
-        "(benchmarks/README.md).",
-        f"- JAX: {env['jax']}.", "",
+        f"- JAX: {env['jax']}.",
+        "- Modes, each in a process of its own: "
+        + "; ".join(f"**{m['label']}** (load average {m['load_start']} at the start, "
+                    f"{m['load_end']} at the end)" for m in modes.values()) + ".", "",
     ]
-    g = goals(res)
+    g = goals(res) if modes else []
     if g:
-        lines += ["## Goals", "", "| goal | measured | |", "|---|---|---|"]
+        lines += ["## Goals", "", f"Read at {modes[goal_mode(res)]['label']}.", "",
+                  "| goal | measured | |", "|---|---|---|"]
         lines += [f"| {a} | {b} | {c} |" for a, b, c in g]
         lines.append("")
-    rows = [r for r in res["rows"]]
-    if rows:
-        heads = [W.LABELS[c] for c in W.CONTENDERS]
-        lines += [
-            "## Time per call", "",
-            "Median of the runs; in brackets, time ÷ hand-written Numba's and time ÷ NumPy's "
-            "(below 1.00× is faster). n/a: not expressible in that tool.", "",
-            "| workload | size | " + " | ".join(heads) + " |",
-            "|---|---|" + "---:|" * len(heads)]
-        for r in rows:
-            lines.append(f"| {r['group']} {r['name']} | {r['size']} | "
-                         + " | ".join(cell_text(r, c) for c in W.CONTENDERS) + " |")
-        runs = sorted({c["runs"] for r in rows for c in r["cells"].values() if "runs" in c})
-        notes = sorted({f"{W.LABELS[c]} ({r['name']}): {cell['note']}" for r in rows
-                        for c, cell in r["cells"].items() if cell.get("note")})
-        span = "" if not runs else str(runs[0]) if runs[0] == runs[-1] else (
-            f"{runs[0]}-{runs[-1]}")
-        lines += ["", f"Runs per timing: {span}" if runs else "",
-                  "(each run times enough back-to-back calls to last "
-                  f"{res['settings']['sample_s'] * 1e3:g} ms; W5 is the time of one call in "
-                  "such a loop)." if runs else ""]
-        lines += [f"- {n}" for n in notes]
-        lines.append("")
+    lines += vs_jax_table(res)
+    for mode in modes.values():
+        lines += time_table(mode, res["settings"])
+    if any(k in res for k in ("w6", "w9", "scale", "memory")):
+        lines += ["The first calls, the compile scaling and the peak memory below ran once, "
+                  f"with the settings of {modes[goal_mode(res)]['label']}.", ""]
     if "w6" in res:
         w6 = res["w6"]
         st = w6["cold"]["stages"]
@@ -851,31 +947,49 @@ def scale_section(res: dict) -> list[str]:
 
 
 def plots(res: dict, out: Path) -> None:
+    """w1_gelu.png (both modes), ratios.png (the goals' mode) and vs_jax.png (both modes)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    styles = {"numpy": "o-", "numexpr": "s-", "numba": "^-", "jax": "d-", "minijit": "*-"}
-    w1 = [r for r in res["rows"] if r["group"] == "W1"]
-    dtypes = sorted({r["meta"]["dtype"] for r in w1}, reverse=True) or ["float64"]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(6 * len(dtypes), 4.5), squeeze=False)
+    modes = res["modes"]
+    main_mode = modes[goal_mode(res)]
+    load = ", ".join(f"{m['label']}: {m['load_start']}" for m in modes.values())
+    markers = {"numpy": "o", "numexpr": "s", "numba": "^", "jax": "d", "minijit": "*"}
+    colors = dict(zip(W.CONTENDERS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    lines_of = {"all": "-", "one": "--"}  # the all-cores mode solid, one core dashed
+    w1_all = [r for m in modes.values() for r in m["rows"] if r["group"] == "W1"]
+    dtypes = sorted({r["meta"]["dtype"] for r in w1_all}, reverse=True) or ["float64"]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6 * len(dtypes), 4.8), squeeze=False)
     for ax, dtype in zip(axes[0], dtypes):
-        rows = sorted((r for r in w1 if r["meta"]["dtype"] == dtype), key=lambda r: r["param"])
-        for c in W.CONTENDERS:
-            pts = [(r["param"], r["cells"][c]["median"]) for r in rows
-                   if r["cells"][c]["status"] == "ok"]
-            if pts:
-                ax.loglog(*zip(*pts), styles[c], label=W.LABELS[c])
+        for mode in modes.values():
+            rows = sorted((r for r in mode["rows"] if r["group"] == "W1"
+                           and r["meta"]["dtype"] == dtype), key=lambda r: r["param"])
+            for c in W.CONTENDERS:
+                pts = [(r["param"], r["cells"][c]["median"]) for r in rows
+                       if r["cells"][c]["status"] == "ok"]
+                if pts:
+                    ax.loglog(*zip(*pts), marker=markers[c], ls=lines_of[mode["mode"]],
+                              color=colors[c], label=f"{W.LABELS[c]}, {mode['label']}")
+            copy = next((r for r in mode["rows"] if r["group"] == "COPY"), None)
+            if dtype == "float64" and copy and copy["cells"]["numpy"]["status"] == "ok":
+                ax.loglog([copy["param"]], [copy["cells"]["numpy"]["median"]],
+                          "kx" if mode["mode"] == "all" else "k+", ms=9,
+                          label=f"copy of the input (np.copyto), {mode['label']}")
         ax.set(title=f"W1 GELU, {dtype}", xlabel="n (elements)", ylabel="median time per call (s)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-    fig.suptitle(f"load average {res['env']['load_start']} (shared machine)", fontsize=9)
+        ax.legend(fontsize=6, ncol=2)
+    fig.suptitle(f"solid: all cores, dashed: one core; load average at the start ({load})",
+                 fontsize=9)
     fig.tight_layout()
     fig.savefig(out / "w1_gelu.png", dpi=110)
     plt.close(fig)
+    vs_jax_plot(res, out, plt, load)
+    res = {**res, "rows": main_mode["rows"], "env": {**res["env"],
+                                                     "load_start": main_mode["load_start"]}}
 
-    others = [r for r in res["rows"] if r["group"] != "W1"]
+    others = [r for r in res["rows"] if r["group"] not in ("W1", "COPY")]
     labels = [f"{r['group']} {r['name'].split(',')[0]}\n{r['size']}" for r in others]
     bars = {c: [ratio(r, c, "numba") for r in others] for c in W.CONTENDERS}
     if "w6" in res:
@@ -905,11 +1019,41 @@ def plots(res: dict, out: Path) -> None:
     ax.set_yscale("log")
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     ax.set_ylabel("time ÷ hand-written Numba (log; lower is faster)")
-    ax.set_title(f"minijit benchmarks (load average {res['env']['load_start']})", fontsize=10)
+    ax.set_title(f"minijit benchmarks, {main_mode['label']} (load average "
+                 f"{res['env']['load_start']})", fontsize=10)
     if shown:
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "ratios.png", dpi=110)
+    plt.close(fig)
+
+
+def vs_jax_plot(res: dict, out: Path, plt, load: str) -> None:
+    """vs_jax.png: minijit's time ÷ JAX's for every workload both ran, one bar per mode."""
+    modes = res["modes"]
+    first = next(iter(modes.values()))
+    rows = [r for r in first["rows"] if r["group"] != "COPY"]
+    labels = [f"{r['group']} {r['name'].split(',')[0]}\n{r['size']}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.75 * len(labels)), 4.8))
+    width = 0.8 / max(1, len(modes))
+    for k, mode in enumerate(modes.values()):
+        xs, ys = [], []
+        for i, row in enumerate(rows):
+            r = same_row(row, mode["rows"])
+            x = ratio(r, "minijit", "jax") if r else None
+            if x is not None:
+                xs.append(i + (k - (len(modes) - 1) / 2) * width)
+                ys.append(x)
+        ax.bar(xs, ys, width, label=mode["label"])
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=60, ha="right")
+    ax.set_ylabel("minijit time ÷ JAX time (log)")
+    ax.set_title(f"minijit against JAX, below 1: minijit faster (load average at the "
+                 f"start: {load})", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "vs_jax.png", dpi=110)
     plt.close(fig)
 
 
@@ -945,50 +1089,74 @@ def _load() -> str:
         return "unknown"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 60 s)")
-    ap.add_argument("--out", type=Path, default=HERE / "results", help="output folder")
-    ap.add_argument("--only", default="", help=f"comma-separated subset of {','.join(GROUPS)}")
-    ap.add_argument("--threads", type=int, default=1, help="BLAS and numexpr threads")
-    args = ap.parse_args(argv)
-    only = {g.strip().upper() for g in args.only.split(",") if g.strip()} or set(GROUPS)
-    unknown = only - set(GROUPS)
-    if unknown:
-        ap.error(f"unknown workload(s) {sorted(unknown)}; choose from {','.join(GROUPS)}")
-    args.out.mkdir(parents=True, exist_ok=True)
+def usable_cpus() -> int:
+    """The cores this process may use, counted as minijit counts them."""
+    try:
+        from minijit.threads import usable_cpus as count
+    except ImportError:  # a minijit without threads: the grader's count is the same
+        from minijit.grading.cpus import usable_cpus as count
+    return count()
+
+
+def mode_env(mode: str, cores: int) -> dict[str, str]:
+    """The environment of one mode's process: what every contender reads at start-up.
+
+    one: BLAS and minijit on one thread (numexpr, Numba and XLA are set in the process:
+    `W.set_threads`, `W.load_jax(one_core=True)`).
+    all: BLAS on every usable core, minijit and JAX with their defaults (threads on)."""
+    env = dict(os.environ)
+    for var in THREAD_VARS:
+        env[var] = "1" if mode == "one" else str(cores)
+    if mode == "one":
+        env["MINIJIT_THREADS"] = "1"
+    else:
+        env.pop("MINIJIT_THREADS", None)  # minijit's default: every usable core
+    return env
+
+
+def mode_label(mode: str, cores: int) -> str:
+    if mode == "one":
+        return "1 core"
+    return f"{cores} cores" if cores > 1 else "all cores (1)"
+
+
+def child_main(args, only: set[str]) -> int:
+    """One mode's measurements, in this process (started by `main` with `mode_env`); the
+    results go to `args.child_json` as JSON."""
     s = Settings(args.quick)
-    W.set_threads(args.threads)
-    jax, jax_reason = W.load_jax(args.threads)
+    cores = usable_cpus()
+    threads = 1 if args.mode == "one" else cores
+    W.set_threads(threads)
+    jax, jax_reason = W.load_jax(one_core=args.mode == "one")
     start, load_start = perf(), _load()
 
-    work = [w for w in W.build_workloads(args.quick) if w.group in only]
+    work = [w for w in W.build_workloads(args.quick, parallel=args.mode == "all")
+            if w.group in only]
     n_jax = 1 if jax is not None else 0
     total = len(work) + (3 if "W6" in only else 0) + (1 if "W9" in only else 0) + (
         (len(W.CONTENDERS) - 1 + n_jax) if "MEM" in only else 0) + (
         scale_steps(s.quick) if "SCALE" in only else 0)
-    res: dict = {"rows": [], "settings": {k: getattr(s, k) for k in (
-        "quick", "budget", "min_runs", "max_runs", "sample_s", "w6_repeats", "w6_processes",
-        "mem_n", "w9_repeats", "scale_timeout")}}
+    res: dict = {"rows": []}
+    label = mode_label(args.mode, cores)
     with tqdm(total=total, desc="benchmarks", unit="step", file=sys.stderr) as bar:
         for w in work:
-            bar.set_description(f"{w.group} {w.name.split(',')[0]} {w.size}")
+            bar.set_description(f"{label}: {w.group} {w.name.split(',')[0]} {w.size}")
             res["rows"].append(run_workload(w, s))
             bar.update(1)
         # --quick overlaps the memory processes with W6's (timing them means little there).
         mem_procs = start_memory(s, jax is not None) if "MEM" in only and s.quick else None
         if "W6" in only:
-            bar.set_description("W6 first call")
+            bar.set_description(f"{label}: W6 first call")
             with tempfile.TemporaryDirectory(prefix="bench_minijit_") as d:
                 try:
                     cold = w6_cold_this_process(s, Path(d))
                     bar.update(1)
-                    bar.set_description("W6 first call, new processes")
+                    bar.set_description(f"{label}: W6 first call, new processes")
                     res["w6"] = {"cold": cold, "new": w6_new_process(s, Path(d), bar)}
                 except Exception as e:  # reported in the table, the rest still runs
                     res["w6_failed"] = f"{type(e).__name__}: {e}"
         if "W9" in only:
-            bar.set_description("W9 new shape")
+            bar.set_description(f"{label}: W9 new shape")
             with tempfile.TemporaryDirectory(prefix="bench_minijit_") as d:
                 try:
                     res["w9"] = w9_new_shape(s, Path(d))
@@ -999,8 +1167,106 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="bench_minijit_") as d:
                 res["scale"] = run_scale(s, Path(d), jax is not None, bar)
         if "MEM" in only:
-            bar.set_description("MEM peak memory of W1")
+            bar.set_description(f"{label}: MEM peak memory of W1")
             res["memory"] = finish_memory(mem_procs or start_memory(s, jax is not None), bar)
+
+    import numba
+
+    import minijit
+
+    res["mode"] = {
+        "mode": args.mode, "label": label, "threads": threads, "wall_s": perf() - start,
+        "load_start": load_start, "load_end": _load(),
+        "env": ", ".join(f"{v}={os.environ.get(v)}" for v in (
+            *THREAD_VARS, "MINIJIT_THREADS", "XLA_FLAGS")),
+        "numba_threads": numba.get_num_threads(),
+        "minijit_threads": getattr(minijit.config, "threads", "no such option"),
+        "jax": f"jax {jax.__version__} on CPU" if jax is not None else
+        f"skipped, `import jax` failed ({jax_reason})",
+    }
+    args.child_json.write_text(json.dumps(res, default=str))
+    return 0
+
+
+def _without_option(argv: list[str], name: str) -> list[str]:
+    """argv less `name VALUE` and `name=VALUE`."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == name:
+            skip = True
+        elif not a.startswith(name + "="):
+            out.append(a)
+    return out
+
+
+def run_modes(args, argv: list[str], only: set[str], modes: list[str], cores: int) -> dict:
+    """Each mode in a process of its own (XLA and BLAS read their thread counts when they
+    start); their results, keyed by mode. A full run runs them one after the other;
+    --quick side by side (its times mean little)."""
+    extra = only - set(TIMED)  # run once, by the all-cores mode if it runs
+    procs, outputs = {}, {}
+    with tempfile.TemporaryDirectory(prefix="bench_minijit_modes_") as d:
+        for mode in modes:
+            groups = (only & set(TIMED)) | (extra if mode == modes[-1] else set())
+            if not groups:
+                continue  # e.g. --only SCALE: nothing for the one-core mode to time
+            outputs[mode] = Path(d) / f"{mode}.json"
+            cmd = [sys.executable, str(Path(__file__).resolve()), *argv, "--mode", mode,
+                   "--child-json", str(outputs[mode]), "--only", ",".join(sorted(groups))]
+            procs[mode] = subprocess.Popen(cmd, env=mode_env(mode, cores), cwd=REPO,
+                                           stdout=subprocess.DEVNULL)
+            if not args.quick:
+                procs[mode].wait()
+        results = {}
+        for mode, p in procs.items():
+            if p.wait() != 0 or not outputs[mode].exists():
+                raise SystemExit(f"the {mode_label(mode, cores)} run failed (exit status "
+                                 f"{p.returncode}); its messages are above")
+            results[mode] = json.loads(outputs[mode].read_text())
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    ap.add_argument("--out", type=Path, default=HERE / "results", help="output folder")
+    ap.add_argument("--only", default="", help=f"comma-separated subset of {','.join(GROUPS)}")
+    ap.add_argument("--modes", default="one,all",
+                    help="one (every contender on one thread), all (on every usable core) "
+                    "or both: one,all")
+    # set by main for the process of one mode
+    ap.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
+    ap.add_argument("--child-json", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    only = {g.strip().upper() for g in args.only.split(",") if g.strip()} or set(GROUPS)
+    if "W1" in only:
+        only.add("COPY")  # W1's physical limit is part of W1
+    unknown = only - set(GROUPS)
+    if unknown:
+        ap.error(f"unknown workload(s) {sorted(unknown)}; choose from {','.join(GROUPS)}")
+    modes = [m for m in MODES if m in {x.strip() for x in args.modes.split(",")}]
+    if not modes or set(args.modes.replace(" ", "").split(",")) - set(MODES):
+        ap.error(f"--modes {args.modes!r}: choose one, all or one,all")
+    if args.mode:
+        return child_main(args, only)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    s = Settings(args.quick)
+    cores = usable_cpus()
+    start = perf()
+    passed = _without_option(argv, "--only")
+    results = run_modes(args, passed, only, modes, cores)
+    res: dict = {"settings": {k: getattr(s, k) for k in (
+        "quick", "budget", "min_runs", "max_runs", "sample_s", "w6_repeats", "w6_processes",
+        "mem_n", "w9_repeats", "scale_timeout")}, "cores": cores, "modes": {}}
+    for mode, r in results.items():
+        for key in ("w6", "w6_failed", "w9", "w9_failed", "scale", "memory"):
+            if key in r:
+                res[key] = r.pop(key)
+        res["modes"][mode] = {**r.pop("mode"), "rows": r["rows"]}
 
     import numba
     import numexpr
@@ -1008,25 +1274,23 @@ def main(argv: list[str] | None = None) -> int:
     import minijit
 
     res["env"] = {
-        "command": "python benchmarks/bench_minijit.py " + " ".join(
-            sys.argv[1:] if argv is None else argv),
+        "command": "python benchmarks/bench_minijit.py " + " ".join(argv),
         "date": time.strftime("%Y-%m-%d %H:%M"), "wall_s": perf() - start,
-        "load_start": load_start, "load_end": _load(), "cpu": _cpu(), "cores": os.cpu_count(),
+        "cpu": _cpu(), "cores": os.cpu_count(), "usable": cores,
         "system": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(), "numpy": np.__version__,
         "numba": numba.__version__, "numexpr": numexpr.__version__,
         "minijit": minijit.__version__, "git": _git(),
-        "threads": ", ".join(f"{v}={os.environ.get(v)}" for v in THREAD_VARS)
-        + f", numexpr {args.threads}",
-        "jax": f"jax {jax.__version__} on CPU" if jax is not None else
-        f"skipped, `import jax` failed ({jax_reason})",
+        "jax": next(iter(res["modes"].values()))["jax"],
+        "load_start": next(iter(res["modes"].values()))["load_start"],
     }
     text = markdown(res)
     (args.out / "results.md").write_text(text + "\n")
     (args.out / "results.json").write_text(json.dumps(res, indent=1, default=str))
     plots(res, args.out)
     print(text)
-    print(f"\nwritten: {args.out / 'results.md'}, results.json, w1_gelu.png, ratios.png")
+    print(f"\nwritten: {args.out / 'results.md'}, results.json, w1_gelu.png, ratios.png, "
+          "vs_jax.png")
     return 0
 
 

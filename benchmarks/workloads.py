@@ -37,11 +37,14 @@ LABELS = {"numpy": "NumPy", "numexpr": "numexpr", "numba": "Numba (hand)", "jax"
 GELU_EXPR = "0.5*x*(1+tanh(0.7978845608*(x+0.044715*x**3)))"
 NEWTON_STEPS = 20
 MANDEL_ITERS = 100
+LN_EPS = 1e-5  # layer norm's epsilon, added to the variance
 
 
 def set_threads(n: int) -> None:
-    """Threads for numexpr (BLAS threads are set through the environment before NumPy loads)."""
+    """Threads for numexpr and for the parallel hand-written Numba loops (BLAS and XLA read
+    theirs from the environment, set by the benchmark before this process started)."""
     numexpr.set_num_threads(n)
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
 
 
 # --------------------------------------------------------------------------- NumPy eager
@@ -89,6 +92,23 @@ def mlp_numpy(x, w1, b1, w2, b2, w3, b3):
     return softmax_numpy(h @ w3 + b3)
 
 
+def layer_norm_numpy(x, gamma, beta):
+    mean = np.mean(x, axis=1, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + LN_EPS) * gamma + beta
+
+
+def attention_numpy(q, k, v):
+    s = q @ k.T / math.sqrt(q.shape[1])
+    e = np.exp(s - np.max(s, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True) @ v
+
+
+def copy_numpy(x, out):
+    np.copyto(out, x)
+    return out
+
+
 def jacobi_numpy(u, f, h2, tol, max_iters):
     k, change = 0, np.inf
     while change >= tol and k < max_iters:
@@ -125,32 +145,36 @@ def affine_numexpr(x):
 
 
 # --------------------------------------------------------------------------- hand-written Numba
-# Single thread, explicit loops. Large outputs are allocated by NumPy outside the compiled
-# code, as minijit does (memory Numba allocates inside faults in 4 KiB pages, ~30 ms per
-# 80 MB); `cache=True` only saves compile time on later runs.
+# Explicit loops, each written once with `numba.prange` where its outer loop is parallel, and
+# compiled twice: serial (`prange` is then `range`) for the one-core mode, `parallel=True`
+# for the all-cores mode. Large outputs are allocated by NumPy outside the compiled code, as
+# minijit does (memory Numba allocates inside faults in 4 KiB pages, ~30 ms per 80 MB).
+# Only the serial twins are cached on disk: Numba's cache key does not include
+# `parallel=True`, so a cached serial twin would answer for the parallel one.
 
 _njit = numba.njit(error_model="numpy", cache=True)
+_njit_parallel = numba.njit(error_model="numpy", parallel=True)
 
 
 @_njit
 def _gelu_loop(x, out):
     half, one = x.dtype.type(0.5), x.dtype.type(1.0)  # constants in the data's precision
     k0, k1 = x.dtype.type(0.7978845608), x.dtype.type(0.044715)
-    for i in range(x.size):
+    for i in numba.prange(x.size):
         v = x[i]
         out[i] = half * v * (one + np.tanh(k0 * (v + k1 * (v * v * v))))
 
 
-def gelu_numba(x):
-    out = np.empty_like(x)
-    _gelu_loop(x, out)
-    return out
+@_njit
+def _copy_loop(x, out):
+    for i in numba.prange(x.size):
+        out[i] = x[i]
 
 
 @_njit
 def _softmax_loop(x, out):
     rows, cols = x.shape
-    for i in range(rows):
+    for i in numba.prange(rows):
         m = -np.inf
         for j in range(cols):
             m = max(m, x[i, j])
@@ -163,17 +187,11 @@ def _softmax_loop(x, out):
             out[i, j] = out[i, j] / s
 
 
-def softmax_numba(x):
-    out = np.empty_like(x)
-    _softmax_loop(x, out)
-    return out
-
-
 @_njit
-def dense_numba(a, b, bias):
+def _dense(a, b, bias):
     c = np.dot(a, b)  # BLAS, as everyone else uses; the loop adds the bias and the ReLU
     rows, cols = c.shape
-    for i in range(rows):
+    for i in numba.prange(rows):
         for j in range(cols):
             c[i, j] = max(c[i, j] + bias[j], 0.0)
     return c
@@ -181,7 +199,7 @@ def dense_numba(a, b, bias):
 
 @_njit
 def _newton_loop(a, out):
-    for i in range(a.size):
+    for i in numba.prange(a.size):
         ai = a[i]
         x = ai
         for _ in range(NEWTON_STEPS):
@@ -189,17 +207,11 @@ def _newton_loop(a, out):
         out[i] = x
 
 
-def newton_numba(a):
-    out = np.empty_like(a)
-    _newton_loop(a, out)
-    return out
-
-
 @_njit
-def mandelbrot_numba(cr, ci):
+def _mandelbrot(cr, ci):
     rows, cols = cr.shape
     out = np.empty((rows, cols), np.int32)
-    for i in range(rows):
+    for i in numba.prange(rows):
         for j in range(cols):
             c_r, c_i = cr[i, j], ci[i, j]
             zr = zi = 0.0
@@ -217,15 +229,15 @@ def mandelbrot_numba(cr, ci):
 def _mlp_loop(x, w1, b1, w2, b2, w3, b3, out):
     # The products are BLAS (np.dot), as for everyone; bias, tanh and the softmax are loops.
     h = np.dot(x, w1)
-    for i in range(h.shape[0]):
+    for i in numba.prange(h.shape[0]):
         for j in range(h.shape[1]):
             h[i, j] = np.tanh(h[i, j] + b1[j])
     h2 = np.dot(h, w2)
-    for i in range(h2.shape[0]):
+    for i in numba.prange(h2.shape[0]):
         for j in range(h2.shape[1]):
             h2[i, j] = np.tanh(h2[i, j] + b2[j])
     z = np.dot(h2, w3)
-    for i in range(z.shape[0]):
+    for i in numba.prange(z.shape[0]):
         m = -np.inf
         for j in range(z.shape[1]):
             z[i, j] += b3[j]
@@ -239,17 +251,57 @@ def _mlp_loop(x, w1, b1, w2, b2, w3, b3, out):
             out[i, j] = out[i, j] / s
 
 
-def mlp_numba(x, w1, b1, w2, b2, w3, b3):
-    out = np.empty((x.shape[0], w3.shape[1]), x.dtype)
-    _mlp_loop(x, w1, b1, w2, b2, w3, b3, out)
-    return out
+@_njit
+def _layer_norm_loop(x, gamma, beta, eps, out):
+    # Mean and variance over axis 1 (T) for each (b, d): the sums run along rows of D
+    # contiguous elements, one batch entry per task.
+    batch, steps, width = x.shape
+    for b in numba.prange(batch):
+        mean = np.zeros(width)
+        var = np.zeros(width)
+        for t in range(steps):
+            for d in range(width):
+                mean[d] += x[b, t, d]
+        for d in range(width):
+            mean[d] /= steps
+        for t in range(steps):
+            for d in range(width):
+                c = x[b, t, d] - mean[d]
+                var[d] += c * c
+        for d in range(width):
+            var[d] = 1.0 / np.sqrt(var[d] / steps + eps)
+        for t in range(steps):
+            g, s = gamma[t, 0], beta[t, 0]
+            for d in range(width):
+                out[b, t, d] = (x[b, t, d] - mean[d]) * var[d] * g + s
+
+
+@_njit
+def _attention(q, k, v):
+    s = np.dot(q, k.T)  # BLAS; the scaled row-wise softmax is the loop
+    scale = 1.0 / np.sqrt(q.shape[1])
+    rows, cols = s.shape
+    for i in numba.prange(rows):
+        m = -np.inf
+        for j in range(cols):
+            s[i, j] *= scale
+            m = max(m, s[i, j])
+        total = 0.0
+        for j in range(cols):
+            e = np.exp(s[i, j] - m)
+            s[i, j] = e
+            total += e
+        for j in range(cols):
+            s[i, j] /= total
+    return np.dot(s, v)
 
 
 @_njit
 def _jacobi_loop(u0, f, h2, tol, max_iters, out):
-    # Two buffers swapped each step; the boundary values are in both from the start.
+    # Serial in both modes: each of the thousands of steps is a loop over 1000 points that
+    # ends in a max-reduction, too little work per step to pay for starting threads.
     u = u0.copy()
-    out[:] = u0
+    out[:] = u0  # two buffers swapped each step; the boundary values are in both from the start
     n, k, change = u.size, 0, np.inf
     while change >= tol and k < max_iters:
         change = 0.0
@@ -262,16 +314,67 @@ def _jacobi_loop(u0, f, h2, tol, max_iters, out):
     return u  # after the last swap the newest values are in `u`
 
 
-def jacobi_numba(u0, f, h2, tol, max_iters):
-    out = np.empty_like(u0)
-    return _jacobi_loop(u0, f, float(h2), float(tol), int(max_iters), out)
-
-
 @_njit
 def affine_numba(x):
-    out = np.empty_like(x)  # tiny arrays: allocating inside is the cheapest call
+    out = np.empty_like(x)  # tiny arrays, one thread: allocating inside is the cheapest call
     for i in range(x.size):
         out[i] = 2.0 * x[i] + 1.0
+    return out
+
+
+_PARALLEL_TWINS: dict = {}
+
+
+def _kernel(serial, parallel: bool):
+    """`serial`'s dispatcher, or its parallel twin (compiled from the same Python function)."""
+    if not parallel:
+        return serial
+    if serial not in _PARALLEL_TWINS:
+        _PARALLEL_TWINS[serial] = _njit_parallel(serial.py_func)
+    return _PARALLEL_TWINS[serial]
+
+
+def hand_numba(parallel: bool) -> dict[str, Callable]:
+    """The hand-written versions, serial or with their parallel loops on Numba's threads."""
+
+    def k(serial):
+        return _kernel(serial, parallel)
+
+    def with_out(kernel, shape_of=lambda *a: a[0]):
+        def run(*args):
+            out = np.empty_like(shape_of(*args))
+            kernel(*args, out)
+            return out
+        return run
+
+    def mlp(x, w1, b1, w2, b2, w3, b3):
+        out = np.empty((x.shape[0], w3.shape[1]), x.dtype)
+        k(_mlp_loop)(x, w1, b1, w2, b2, w3, b3, out)
+        return out
+
+    def layer_norm(x, gamma, beta):
+        out = np.empty_like(x)
+        k(_layer_norm_loop)(x, gamma, beta, LN_EPS, out)
+        return out
+
+    def jacobi(u0, f, h2, tol, max_iters):
+        return _jacobi_loop(u0, f, float(h2), float(tol), int(max_iters), np.empty_like(u0))
+
+    def copy(x, out):
+        k(_copy_loop)(x, out)
+        return out
+
+    return {"gelu": with_out(k(_gelu_loop)), "softmax": with_out(k(_softmax_loop)),
+            "dense": k(_dense), "newton": with_out(k(_newton_loop)),
+            "mandelbrot": k(_mandelbrot), "mlp": mlp, "layer_norm": layer_norm,
+            "attention": k(_attention), "jacobi": jacobi, "affine": affine_numba,
+            "copy": copy}
+
+
+def gelu_numba(x):
+    """The serial hand-written GELU (the peak-memory and first-call measurements use it)."""
+    out = np.empty_like(x)
+    _gelu_loop(x, out)
     return out
 
 
@@ -313,6 +416,16 @@ def traced_programs(xnp, xlax) -> dict[str, Callable]:
         h = xnp.tanh(h @ w2 + b2)
         return softmax(h @ w3 + b3)
 
+    def layer_norm(x, gamma, beta):
+        # x is (B, T, D), normalized over T; gamma and beta are (T, 1): one value per step,
+        # broadcast along B and D
+        mean = xnp.mean(x, axis=1, keepdims=True)
+        var = xnp.mean((x - mean) ** 2, axis=1, keepdims=True)
+        return (x - mean) / xnp.sqrt(var + LN_EPS) * gamma + beta
+
+    def attention(q, k, v):
+        return softmax(q @ k.T / math.sqrt(q.shape[1])) @ v
+
     def jacobi(u0, f, h2, tol, max_iters):
         def not_done(state):
             k, change, _ = state
@@ -328,7 +441,8 @@ def traced_programs(xnp, xlax) -> dict[str, Callable]:
         return xlax.while_loop(not_done, step, init)[2]
 
     return {"gelu": gelu, "softmax": softmax, "dense": dense, "newton": newton,
-            "mandelbrot": mandelbrot, "affine": affine, "mlp": mlp, "jacobi": jacobi}
+            "mandelbrot": mandelbrot, "affine": affine, "mlp": mlp, "jacobi": jacobi,
+            "layer_norm": layer_norm, "attention": attention}
 
 
 MINIJIT_PROGRAMS = traced_programs(mnp, mlax)
@@ -340,21 +454,32 @@ MINIJIT = {k: mj.jit(f, backend="numba") for k, f in MINIJIT_PROGRAMS.items()}
 _jax_state: dict[str, Any] = {}
 
 
-def load_jax(threads: int = 1):
-    """`(jax, None)` if JAX imports, else `(None, reason)`; CPU only, float64 enabled."""
+def load_jax(one_core: bool = False):
+    """`(jax, None)` if JAX imports, else `(None, reason)`; CPU only, float64 enabled.
+
+    `one_core`: XLA's threads all run on one CPU. No `XLA_FLAGS` of JAX 0.10.2 does that
+    (benchmarks/README.md); a thread starts with its creator's CPU affinity, so the calling
+    thread is pinned to one CPU while XLA's CPU backend starts its threads (and runs one
+    computation, in case a pool starts late), then given its CPUs back: the rest of the
+    process is not pinned."""
     if "jax" not in _jax_state:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
-        if threads == 1:
-            os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                                  "intra_op_parallelism_threads=1")
+        cpus = os.sched_getaffinity(0) if one_core else None
         try:
+            if cpus:
+                os.sched_setaffinity(0, {min(cpus)})
             import jax
 
             jax.config.update("jax_enable_x64", True)
             jax.config.update("jax_platforms", "cpu")
+            if cpus:
+                jax.block_until_ready(jax.jit(lambda v: v * 2.0)(np.ones(1 << 16)))
             _jax_state.update(jax=jax, reason=None)
         except Exception as e:  # not installed, or broken: skip it, say why
             _jax_state.update(jax=None, reason=f"{type(e).__name__}: {e}")
+        finally:
+            if cpus:
+                os.sched_setaffinity(0, cpus)
     return _jax_state["jax"], _jax_state["reason"]
 
 
@@ -429,11 +554,11 @@ def _jax_impl(name: str) -> Impl | None:
                 finish=lambda r: r.block_until_ready())
 
 
-def _impls(numpy_fn, numexpr_fn, numba_fn, name: str, numexpr_note: str = "") -> dict:
+def _impls(hand: dict, numpy_fn, numexpr_fn, name: str, numexpr_note: str = "") -> dict:
     return {
         "numpy": Impl(numpy_fn),
         "numexpr": Impl(numexpr_fn, note=numexpr_note) if numexpr_fn else None,
-        "numba": Impl(numba_fn),
+        "numba": Impl(hand[name]),
         "jax": _jax_impl(name),
         "minijit": Impl(MINIJIT[name]),
     }
@@ -481,7 +606,25 @@ def _exp10(n: int) -> str:
     return f"1e{e}" if 10**e == n else str(n)
 
 
-def build_workloads(quick: bool = False) -> list[Workload]:
+def layer_norm_inputs(batch: int, steps: int, width: int) -> tuple:
+    rng = np.random.default_rng(6)
+    return (rng.standard_normal((batch, steps, width)),
+            1.0 + 0.1 * rng.standard_normal((steps, 1)), 0.1 * rng.standard_normal((steps, 1)))
+
+
+def attention_inputs(steps: int, d: int) -> tuple:
+    rng = np.random.default_rng(7)
+    return tuple(rng.standard_normal((steps, d)) for _ in range(3))
+
+
+def _own_output(inputs: tuple) -> tuple:
+    """The copy's input and an output buffer of this contender's own, allocated once."""
+    return inputs[0], np.empty_like(inputs[0])
+
+
+def build_workloads(quick: bool = False, parallel: bool = False) -> list[Workload]:
+    """The timed workloads; `parallel`: the hand-written Numba loops run on Numba's threads."""
+    hand = hand_numba(parallel)
     sizes = [10**3, 10**4, 10**5] if quick else [10**k for k in range(3, 8)]
     rows, cols = (256, 1024) if quick else (4096, 1024)
     m = 128 if quick else 512
@@ -489,6 +632,8 @@ def build_workloads(quick: bool = False) -> list[Workload]:
     grid = 100 if quick else 400
     mlp_rows = 64 if quick else 256
     jacobi_n, jacobi_iters = (200, 500) if quick else (1000, 5000)
+    ln_shape = (2, 128, 64) if quick else (8, 512, 256)
+    att_steps, att_d = (128, 32) if quick else (512, 64)
     out = []
     for dtype, tol in ((np.float64, dict(rtol=1e-10, atol=1e-12)),
                        (np.float32, dict(rtol=1e-5, atol=1e-5))):
@@ -496,14 +641,25 @@ def build_workloads(quick: bool = False) -> list[Workload]:
             out.append(Workload(
                 "W1", f"GELU {np.dtype(dtype).name}", f"n={_exp10(n)}",
                 lambda n=n, dtype=dtype: gelu_inputs(n, dtype),
-                _impls(gelu_numpy, gelu_numexpr, gelu_numba, "gelu"), param=n,
+                _impls(hand, gelu_numpy, gelu_numexpr, "gelu"), param=n,
                 meta={"dtype": np.dtype(dtype).name}, **tol))
+        if dtype is np.float64:
+            # The physical limit of W1 at its largest n: reading its input and writing as many
+            # bytes, with nothing computed (NumPy's copyto into a buffer allocated once).
+            n = sizes[-1]
+            out.append(Workload(
+                "COPY", "copy of W1's input (the limit)", f"n={_exp10(n)}",
+                lambda n=n: gelu_inputs(n, np.float64),
+                {"numpy": Impl(copy_numpy, prepare=_own_output, note="np.copyto"),
+                 "numexpr": None, "jax": None, "minijit": None,
+                 "numba": Impl(hand["copy"], prepare=_own_output)},
+                rtol=0.0, param=n, meta={"dtype": "float64"}))
 
     def softmax_inputs():
         return (np.random.default_rng(2).standard_normal((rows, cols)),)
 
     out.append(Workload("W2", "row-wise softmax", f"{rows}x{cols}", softmax_inputs,
-                        _impls(softmax_numpy, softmax_numexpr, softmax_numba, "softmax",
+                        _impls(hand, softmax_numpy, softmax_numexpr, "softmax",
                                "max and sum in NumPy"), rtol=1e-9, atol=1e-15))
 
     def dense_inputs():
@@ -512,14 +668,14 @@ def build_workloads(quick: bool = False) -> list[Workload]:
                 rng.standard_normal(m))
 
     out.append(Workload("W3", "relu(A @ B + b)", f"{m}x{m}", dense_inputs,
-                        _impls(dense_numpy, None, dense_numba, "dense"), rtol=1e-9, atol=1e-9))
+                        _impls(hand, dense_numpy, None, "dense"), rtol=1e-9, atol=1e-9))
 
     def newton_inputs():
         return (np.random.default_rng(4).uniform(1.0, 100.0, newton_n),)
 
     out.append(Workload("W4", f"Newton sqrt, {NEWTON_STEPS} steps (fori_loop)",
                         f"n={_exp10(newton_n)}", newton_inputs,
-                        _impls(newton_numpy, None, newton_numba, "newton"), rtol=1e-12))
+                        _impls(hand, newton_numpy, None, "newton"), rtol=1e-12))
 
     def mandel_inputs():
         ci, cr = np.mgrid[-1.25:1.25:grid * 1j, -2.0:0.5:grid * 1j]
@@ -527,7 +683,7 @@ def build_workloads(quick: bool = False) -> list[Workload]:
 
     out.append(Workload("W4", f"Mandelbrot, <= {MANDEL_ITERS} iterations",
                         f"{grid}x{grid}", mandel_inputs,
-                        _impls(mandelbrot_numpy, None, mandelbrot_numba, "mandelbrot"),
+                        _impls(hand, mandelbrot_numpy, None, "mandelbrot"),
                         exact_fraction=1e-3))
 
     for dtype, tol in ((np.float64, dict(rtol=1e-9, atol=1e-12)),
@@ -535,18 +691,27 @@ def build_workloads(quick: bool = False) -> list[Workload]:
         out.append(Workload(
             "W7", f"MLP forward {np.dtype(dtype).name}",
             f"{mlp_rows}x{MLP_WIDTH}", lambda dtype=dtype: mlp_inputs(mlp_rows, dtype),
-            _impls(mlp_numpy, None, mlp_numba, "mlp"), meta={"dtype": np.dtype(dtype).name},
+            _impls(hand, mlp_numpy, None, "mlp"), meta={"dtype": np.dtype(dtype).name},
             **tol))
+
+    out.append(Workload("LN", "layer norm over axis 1, float64",
+                        "x".join(map(str, ln_shape)), lambda: layer_norm_inputs(*ln_shape),
+                        _impls(hand, layer_norm_numpy, None, "layer_norm"),
+                        rtol=1e-9, atol=1e-12))
+    out.append(Workload("ATT", "attention softmax(Q K^T / sqrt(d)) V, float64",
+                        f"T={att_steps}, d={att_d}", lambda: attention_inputs(att_steps, att_d),
+                        _impls(hand, attention_numpy, None, "attention"),
+                        rtol=1e-9, atol=1e-12))
 
     out.append(Workload("W8", "Jacobi solver (while_loop)",
                         f"n={jacobi_n}, <= {jacobi_iters} iterations",
                         lambda: jacobi_inputs(jacobi_n, jacobi_iters),
-                        _impls(jacobi_numpy, None, jacobi_numba, "jacobi"),
+                        _impls(hand, jacobi_numpy, None, "jacobi"),
                         rtol=1e-9, atol=1e-12))
 
     out.append(Workload("W5", "cached call, y = 2x + 1", "n=10",
                         lambda: (np.linspace(-1.0, 1.0, 10),),
-                        _impls(affine_numpy, affine_numexpr, affine_numba, "affine"),
+                        _impls(hand, affine_numpy, affine_numexpr, "affine"),
                         rtol=1e-12))
     return out
 
