@@ -72,7 +72,7 @@ seed and index, a summary of failures by kind; exits 1 if any program failed)::
 
 Failing programs are shrunk (statements, outputs and argument layouts dropped while the same
 failure remains) unless `--no-shrink`. `HYPOTHESIS_PROFILE` does not apply: the fuzzer has no
-hypothesis in it. tests/test_fuzz.py runs 200 programs of one fixed seed in the suite.
+hypothesis in it. tests/test_fuzz.py runs 100 programs of one fixed seed in the suite.
 """
 
 from __future__ import annotations
