@@ -95,7 +95,7 @@ def _structural(x, w):
     dynamic slice: every rule that writes sizes."""
     h = x @ w
     s = h[1:, :] - h[:-1, :]
-    p = lax.pad(s, 0.0, ((1, 0, 0), (0, 2, 1)))  # interior padding: a size left literal
+    p = lax.pad(s, 0.0, ((1, 0, 0), (0, 2, 1)))  # interior padding
     c = mnp.concatenate([p, p[:, ::-1]], axis=1)
     t = c.T + mnp.arange(c.shape[0])[None, :]
     m = mnp.argmax(t, axis=0)
@@ -174,3 +174,21 @@ def test_a_new_process_with_another_size_loads_the_compile_from_disk(tmp_path):
     assert first["stats"]["compiled"] == 1
     assert second["stats"]["compiled"] == 0 and second["stats"]["disk_hits"] == 1
     assert len(list(tmp_path.glob("m_*.py"))) == 1
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve_of_another_signal_length_shares_one_compile(mode):
+    """convolve's windows are m + 1 copies of the padded signal re-read as m rows: sizes of
+    the signal plus its padding, and products of two sizes (array_rules.py `_size`), written
+    from the arguments' sizes too, so a new signal length with the same kernel compiles
+    nothing."""
+    f = _fresh(lambda a, v: (mnp.convolve(a, v, mode), mnp.correlate(a, v, mode)))
+    rng = np.random.default_rng(4)
+    v = rng.normal(size=3)
+    f(rng.normal(size=10), v)
+    for n in (20, 57):
+        a = rng.normal(size=n)
+        (conv, corr), compiled, hits = _compiles(f, a, v)
+        assert (compiled, hits) == (0, 1), n
+        np.testing.assert_allclose(conv, np.convolve(a, v, mode), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(corr, np.correlate(a, v, mode), rtol=1e-12, atol=1e-12)

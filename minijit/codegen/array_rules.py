@@ -1,5 +1,10 @@
 """Code generation for structural primitives: reshapes, slices, padding, dot (chapter 09).
 
+Sizes are written through `Lowering.dim` (read from the arguments' shapes, see
+`Lowering.shape_generic`); a padded axis's size and a product of two sizes (a reshape, a
+slice's bound) are written from those names too (`_derive`, `_size`), so that convolve's
+windows, for one, give the same code for every signal length.
+
 The `Statements` entries of the rule table (`codegen/rules.py`) for primitives that are not
 elementwise. Each `rule(lo, eqn, args, outs)` writes statements through the `Lowering` `lo`:
 `args` are the operands' expressions, `outs` the names its results get. Every rule leaves a
@@ -19,6 +24,31 @@ from minijit.codegen.scalar_rules import cast, dtype_name, literal, wrapping
 
 def shape_of(v) -> tuple:
     return tuple(v.aval.shape)
+
+
+def _size(lo, n: int, derive: bool = False) -> str:
+    """`lo.dim(n)`, or where that is a literal, a product of a size with a name and another
+    written by `dim`: a reshape's flattened axis, or the bound of a slice that is re-read in
+    rows (convolve's windows: `m * (P + 1)` elements, then m rows). With `derive`, later sizes
+    `n` read it too (a loop over the flattened array). Sound as `dim` is: each name holds its
+    size for the shapes this source is generated for, whichever product is found (one found
+    by coincidence costs at most a compile where a literal would have been shared)."""
+    written = lo.dim(n)
+    if not written.isdigit():
+        return written
+    for a, name in list(lo.dims.items()):
+        if a > 1 and n % a == 0 and not (b := lo.dim(n // a)).isdigit():
+            if derive:
+                _derive(lo, n, f"{name} * {b}")
+            return f"{name} * {b}"
+    return written
+
+
+def _derive(lo, n: int, expr: str) -> None:
+    """Later sizes `n` read `expr` (made of names `dim` wrote, so valid anywhere in the
+    function): a padded axis is its operand's size plus the padding."""
+    if n > 1 and n not in lo.dims and not expr.isdigit():
+        lo.dims[n] = expr
 
 
 def empty_like_var(lo, v) -> str:
@@ -47,7 +77,9 @@ def _reshape(lo, eqn, args, outs):
         lo.line(f"{outs[0]} = np.full({lo.shape(shape_of(o))}, {args[0]}, "
                 f"np.{dtype_name(o.aval.dtype)})")
     else:
-        lo.line(f"{outs[0]} = {args[0]}.reshape({lo.shape(shape_of(o))})")
+        sizes = [_size(lo, d, derive=True) for d in shape_of(o)]
+        shape = f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
+        lo.line(f"{outs[0]} = {args[0]}.reshape({shape})")
 
 
 def _transpose(lo, eqn, args, outs):
@@ -57,7 +89,7 @@ def _transpose(lo, eqn, args, outs):
 
 def _slices(lo, starts, limits, strides=None) -> str:
     strides = strides or (1,) * len(starts)
-    parts = [f"{lo.dim(s)}:{lo.dim(e)}" + (f":{lo.dim(st)}" if st != 1 else "")
+    parts = [f"{lo.dim(s)}:{_size(lo, e)}" + (f":{lo.dim(st)}" if st != 1 else "")
              for s, e, st in zip(starts, limits, strides)]
     return ", ".join(parts)
 
@@ -111,6 +143,11 @@ def _concatenate(lo, eqn, args, outs):
 
 def _pad(lo, eqn, args, outs):
     x, o = eqn.invars[0], eqn.outvars[0]
+    for d, n, (_, _, interior) in zip(shape_of(x), shape_of(o), eqn.params["padding_config"]):
+        if not lo.dim(d).isdigit():  # n = d + (d - 1) * interior + low + high
+            grown = lo.dim(d) if not interior else f"{lo.dim(d)} * {interior + 1}"
+            extra = n - d * (interior + 1)
+            _derive(lo, n, f"({grown} {'-' if extra < 0 else '+'} {abs(extra)})")
     pads = leading_pad(eqn.params["padding_config"])
     if pads is not None:  # rows of padding around the operand's rows: each written once
         low, high = pads
