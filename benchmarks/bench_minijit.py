@@ -1,22 +1,30 @@
 """minijit side by side with NumPy, numexpr, hand-written Numba and JAX: one command.
 
-    python benchmarks/bench_minijit.py                 # everything (5-10 minutes)
+    python benchmarks/bench_minijit.py                 # everything, both modes (10-20 min)
     python benchmarks/bench_minijit.py --quick         # small sizes, few repeats (smoke test)
-    python benchmarks/bench_minijit.py --only W1,W3 --out /tmp/bench
+    python benchmarks/bench_minijit.py --only W1,W3 --modes all --out /tmp/bench
 
-Writes DIR/results.md (the table, also printed), DIR/results.json (every number),
-DIR/w1_gelu.png (W1: time against n, log-log) and DIR/ratios.png (the other workloads, time
-relative to hand-written Numba); DIR defaults to benchmarks/results/ (git-ignored).
+Every timed workload runs in two modes, each in a process of its own started by `main`
+(this script again, with the hidden `--mode`): every contender on one core, and every
+contender on all usable cores (`mode_env`, README.md). The parent merges them into
+DIR/results.md (the goals, read at all cores; minijit ÷ JAX in both modes; one time table
+per mode, with its load average at its start and end; also printed), DIR/results.json
+(every number), DIR/w1_gelu.png (W1: time against n, log-log, both modes, with the copy of
+its input), DIR/ratios.png (the other workloads at all cores, time relative to hand-written
+Numba) and DIR/vs_jax.png (minijit ÷ JAX, both modes); DIR defaults to benchmarks/results/
+(git-ignored).
 
-Workloads (see workloads.py and README.md): W1 GELU, W2 softmax, W3 relu(A @ B + b), W4 Newton
-and Mandelbrot loops, W5 the cost of one cached call, W6 the first call (cold in this process;
-in a new process with a warm disk cache), W7 an MLP forward pass, W8 a Jacobi while_loop
-solver, W9 the first call of a compiled program at a new shape, MEM the peak memory of W1,
-SCALE the first call of programs of growing size (each in a process of its own, with a time
-limit), minijit against JAX. Every contender's result
-is checked against NumPy's before it is timed; a wrong one is reported as FAILED. Timings are
-medians of repeated runs, the contenders of a workload interleaved run by run, so that a
-change of load on a shared machine hits all of them alike: compare ratios within one run.
+Workloads (see workloads.py and README.md): W1 GELU and COPY (a copy of its input: the
+physical limit), W2 softmax, W3 relu(A @ B + b), W4 Newton and Mandelbrot loops, W5 the cost
+of one cached call, W6 the first call (cold in this process; in a new process with a warm
+disk cache), W7 an MLP forward pass, W8 a Jacobi while_loop solver, W9 the first call of a
+compiled program at a new shape, LN a layer norm over axis 1, ATT attention, MEM the peak
+memory of W1, SCALE the first call of programs of growing size (each in a process of its
+own, with a time limit), minijit against JAX. W6, W9, MEM and SCALE run once, in the
+all-cores mode. Every contender's result is checked against NumPy's before it is timed; a
+wrong one is reported as FAILED. Timings are medians of repeated runs, the contenders of a
+workload interleaved run by run, so that a change of load on a shared machine hits all of
+them alike: compare ratios within one run.
 """
 
 from __future__ import annotations
@@ -772,15 +780,15 @@ def same_row(row: dict, rows: list[dict]) -> dict | None:
 def vs_jax_table(res: dict) -> list[str]:
     """minijit ÷ JAX in each mode, and what the threads bought minijit and JAX."""
     modes = res["modes"]
-    if not modes:
+    first = next(iter(modes.values()), {"rows": []})
+    if not first["rows"]:
         return []
-    first = next(iter(modes.values()))
     labels = {m: modes[m]["label"] for m in modes}
     both = "one" in modes and "all" in modes
     head = ["workload", "size", *(f"minijit ÷ JAX, {labels[m]}" for m in modes)]
     if both:
         head += [f"minijit {labels['all']} ÷ 1 core", f"JAX {labels['all']} ÷ 1 core"]
-    lines = ["## minijit against JAX, both modes", "",
+    lines = ["## minijit against JAX" + (", both modes" if both else ""), "",
              "Time ÷ time (below 1.00× minijit is faster; in the last columns, below 1.00× the "
              "threads helped).", "", "| " + " | ".join(head) + " |",
              "|---|---|" + "---:|" * (len(head) - 2)]
@@ -826,7 +834,8 @@ def markdown(res: dict) -> str:
         lines.append("")
     lines += vs_jax_table(res)
     for mode in modes.values():
-        lines += time_table(mode, res["settings"])
+        if mode["rows"]:
+            lines += time_table(mode, res["settings"])
     if any(k in res for k in ("w6", "w9", "scale", "memory")):
         lines += ["The first calls, the compile scaling and the peak memory below ran once, "
                   f"with the settings of {modes[goal_mode(res)]['label']}.", ""]

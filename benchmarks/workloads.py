@@ -1,15 +1,17 @@
 """The benchmark workloads, each written once per contender (used by `bench_minijit.py`).
 
 Contenders: NumPy eager, numexpr (where the workload can be written in it), hand-written
-Numba (explicit loops, `error_model='numpy'`, one thread), JAX `jit` on CPU (only where
-`import jax` works) and minijit (`mj.jit(..., backend="numba")`). The traced programs are
-written once against a `jax.numpy`-like module and used for both JAX and minijit: a JAX
-snippet runs on minijit by changing the import.
+Numba (explicit loops, `error_model='numpy'`, serial or with `prange` on Numba's threads:
+`hand_numba`), JAX `jit` on CPU (only where `import jax` works) and minijit
+(`mj.jit(..., backend="numba")`). The traced programs are written once against a
+`jax.numpy`-like module and used for both JAX and minijit: a JAX snippet runs on minijit by
+changing the import.
 
-`build_workloads(quick)` lists the workloads to time; NumPy eager's result is every other
-contender's reference. `memory_child` measures the peak memory of one W1 call and
-`scale_child` the first call of a `scale_program` of size K (each runs in a fresh process,
-started by the benchmark).
+`build_workloads(quick, parallel)` lists the workloads to time; NumPy eager's result is
+every other contender's reference. The process's thread settings (BLAS, minijit, XLA) come
+from its environment and `load_jax(one_core)`, set by the benchmark per mode. `memory_child`
+measures the peak memory of one W1 call and `scale_child` the first call of a
+`scale_program` of size K (each runs in a fresh process, started by the benchmark).
 """
 
 from __future__ import annotations
@@ -517,7 +519,7 @@ class Impl:
 
 @dataclass
 class Workload:
-    group: str  # "W1" .. "W5": what --only selects
+    group: str  # "W1", "COPY", "LN", ...: what --only selects
     name: str  # row label
     size: str  # what varies with --quick
     make_inputs: Callable[[], tuple]
