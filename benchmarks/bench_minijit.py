@@ -800,7 +800,8 @@ def vs_jax_table(res: dict) -> list[str]:
         if both:
             one, all_ = same_row(row, modes["one"]["rows"]), same_row(row, modes["all"]["rows"])
             for c in ("minijit", "jax"):
-                a, b = (all_ or {}).get("cells", {}).get(c, {}), one["cells"].get(c, {})
+                a, b = ((all_ or {}).get("cells", {}).get(c, {}),
+                        (one or {}).get("cells", {}).get(c, {}))
                 cells.append(fmt_ratio(a["median"] / b["median"]) if a.get("status")
                              == b.get("status") == "ok" else "-")
         lines.append(f"| {row['group']} {row['name']} | {row['size']} | " + " | ".join(cells)
