@@ -9,6 +9,8 @@ read the wrong iteration's value; the programs below put such reads on purpose.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -111,3 +113,22 @@ def test_a_reduction_of_a_chain_and_a_chain_in_a_loop_body():
 
     assert source(f, X).count("for _r") == 2
     check_exact(f, X)
+
+
+def test_a_rolled_loop_inside_a_threaded_kernel():
+    x = np.linspace(-1.0, 1.0, 1 << 17)  # large enough for the outer loop to use threads
+    f = mj.jit(chain(150), backend="numba", parallel=True)
+    text = f.lower(x).as_text()
+    assert "numba.prange(" in text and "for _r" in text
+    closed = mj.make_jaxpr(chain(150))(x)
+    want = mj.eval_jaxpr(closed.jaxpr, closed.consts, x)[0]
+    np.testing.assert_array_equal(np.asarray(f(x)), want)
+
+
+def test_generated_functions_have_no_c_callable_wrapper():
+    """Only Python calls a generated `entry`: Numba's `cfunc` wrapper (a C-callable twin,
+    about a tenth of a small function's compile) is not built."""
+    f = mj.jit(chain(6), backend="numba")
+    f(X)
+    (ir,) = f.cache_entries()[0].executable.entry.inspect_llvm().values()
+    assert "define" in ir and not re.search(r"define[^\n]*@\"?cfunc\.", ir)
