@@ -52,7 +52,8 @@ def repeated_runs(eqns, live_after: set[int], unique=frozenset()) -> dict[int, t
     if n < MIN_EQNS:
         return {}
     where = {id(v): (k, j) for k, e in enumerate(eqns) for j, v in enumerate(e.outvars)}
-    sig = [_signature(eqns, k, where, unique) for k in range(n)]
+    kinds: dict[tuple, int] = {}  # each distinct signature, numbered: ints compare fast
+    sig = [kinds.setdefault(_signature(eqns, k, where, unique), len(kinds)) for k in range(n)]
     read_at: dict[int, int] = {}  # id(value) -> the last equation that reads it
     for k, e in enumerate(eqns):
         for a in e.invars:
@@ -65,9 +66,12 @@ def repeated_runs(eqns, live_after: set[int], unique=frozenset()) -> dict[int, t
             length = 0
             while i + length + p < n and sig[i + length] == sig[i + length + p]:
                 length += 1
-            repeats = _closed(eqns, i, p, (length + p) // p, where, read_at, live_after)
-            if (repeats >= 2 and repeats * p >= MIN_EQNS
-                    and (best is None or repeats * p > best[0] * best[1])):
+            repeats = (length + p) // p
+            if repeats * p < MIN_EQNS or best and repeats * p <= best[0] * best[1]:
+                continue  # too short, or no longer than the best run found
+            repeats = _closed(eqns, i, p, repeats, where, read_at, live_after)
+            if repeats >= 2 and repeats * p >= MIN_EQNS and (
+                    best is None or repeats * p > best[0] * best[1]):
                 best = (p, repeats)
         if best:
             runs[i] = best
@@ -84,14 +88,14 @@ def _signature(eqns, k: int, where: dict, unique) -> tuple:
     operands = []
     for a in e.invars:
         if isinstance(a, Lit):
-            operands.append(("literal", repr(a.val), str(a.aval.dtype)))
+            operands.append(("literal", repr(a.val), a.aval.dtype))
         elif id(a) in where:  # k - d: how far back it was computed, and which output
             d, j = where[id(a)]
             operands.append((k - d, j))
         else:
             operands.append(("outside", id(a)))
-    params = tuple(sorted((key, repr(v)) for key, v in e.params.items()))
-    outs = tuple((v.aval.shape, str(v.aval.dtype)) for v in e.outvars)
+    params = tuple(sorted((key, repr(v)) for key, v in e.params.items())) if e.params else ()
+    outs = tuple((v.aval.shape, v.aval.dtype) for v in e.outvars)
     return (e.primitive.name, id(e.primitive), params, tuple(operands), outs)
 
 
