@@ -600,8 +600,9 @@ def check_notebook(
 
     Broken means: an error output (in a cell or inside a widget, e.g. an `interact` callback)
     in a cell not tagged `raises-exception`; a widget that did not render; an output image that
-    did not load; a control with no size; or, in a notebook with sliders or buttons, none of
-    them changing any output when moved or pressed.
+    did not load; a control with no size; an exception thrown by the page's JavaScript; or, in
+    a notebook with sliders or buttons, none of them changing any output when moved or
+    pressed.
     """
     timings: dict[str, float] = {}
     start = time.monotonic()
@@ -634,6 +635,9 @@ def check_notebook(
     for p in final.problems:  # errors raised by the callbacks of the controls just moved
         if p not in problems:
             problems.append(p)
+    # an exception thrown by the page's JavaScript (a widget's view, a JavaScript output)
+    problems += [f"JavaScript error in the page: {line.removeprefix('pageerror: ')}"
+                 for line in nb.console if line.startswith("pageerror:")]
     shot = None
     if screenshot_name and screenshot_dir is not None:
         t = time.monotonic()

@@ -83,12 +83,13 @@ def interact_raises() -> nbformat.NotebookNode:
     )
 
 
-def three_faults() -> nbformat.NotebookNode:
-    """Three faults, each reported on its own: a widget whose view class does not exist in
+def four_faults() -> nbformat.NotebookNode:
+    """Four faults, each reported on its own: a widget whose view class does not exist in
     the browser (ipywidgets shows an error widget instead of the control, and no Python
     exception happens anywhere), a slider whose moves change nothing a learner can see
-    (nothing observes it), and an ordinary error output in an untagged cell (the cells after
-    it are then not run). One notebook, so JupyterLab opens one page and starts one kernel."""
+    (nothing observes it), a JavaScript output that throws in the page, and an ordinary
+    error output in an untagged cell (the cells after it are then not run). One notebook, so
+    JupyterLab opens one page and starts one kernel."""
     return _nb(
         new_code_cell(SETUP),
         new_code_cell(
@@ -102,6 +103,9 @@ def three_faults() -> nbformat.NotebookNode:
             "Missing()"
         ),
         new_code_cell("widgets.IntSlider(description='inert', min=0, max=10)"),
+        new_code_cell("from IPython.display import Javascript\n"
+                      "Javascript(\"setTimeout(() => { throw new Error("
+                      "'deliberately broken page'); }, 0)\")"),
         new_code_cell('print("fine")'),
         new_code_cell("raise RuntimeError('deliberately broken cell')"),
         new_code_cell('print("never reached")'),

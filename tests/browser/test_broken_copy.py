@@ -57,15 +57,18 @@ def test_exception_in_interact_callback_is_reported(page, lab_server, shots):
 
 
 @pytest.mark.timeout(lab.seconds(300))
-def test_error_cell_unrendered_widget_and_dead_slider_are_each_reported(page, lab_server, shots):
-    checked = _check(page, lab_server, shots, "three_faults")
+def test_error_cell_unrendered_widget_dead_slider_and_page_error_are_each_reported(
+        page, lab_server, shots):
+    checked = _check(page, lab_server, shots, "four_faults")
     assert any(
         "error in cell output" in p and "RuntimeError: deliberately broken cell" in p
         for p in checked.problems
     ), _problems(checked)
     assert any("widget failed to render" in p for p in checked.problems), _problems(checked)
     assert any("changed any output" in p for p in checked.problems), _problems(checked)
-    assert len(checked.problems) == 3, _problems(checked)
+    assert any("JavaScript error in the page" in p and "deliberately broken page" in p
+               for p in checked.problems), _problems(checked)
+    assert len(checked.problems) == 4, _problems(checked)
 
 
 @pytest.mark.timeout(lab.seconds(300))

@@ -2,10 +2,11 @@
 
 What only a browser sees: an exception in an `interact` callback lands in the widget's
 Output (not in the cell outputs nbclient reads), a widget or an image can fail to render,
-and a control can be in the page with no size. Whether each chapter runs top to bottom
-without an unexpected error is tests/test_notebooks.py's job (nbclient, every chapter), and
-the course's drawings and widgets are tested in-process (tests/test_course*.py); running
-every chapter here too would repeat those runs (about 20 s of a worker per chapter).
+a control can be in the page with no size, and the page's JavaScript can throw. Whether
+each chapter runs top to bottom without an unexpected error is tests/test_notebooks.py's job
+(nbclient, every chapter), and the course's drawings and widgets are tested in-process
+(tests/test_course*.py); running every chapter here too would repeat those runs (about 20 s
+of a worker per chapter).
 
 So the browser runs the fewest chapters that together show every kind of output and every
 kind of control the course has (`BROWSER_CHAPTERS`; `test_the_chosen_chapters_cover_every
