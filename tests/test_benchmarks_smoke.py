@@ -33,7 +33,7 @@ def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     proc = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "bench_minijit.py"), "--quick", "--out",
-         str(out)], capture_output=True, text=True, timeout=300, cwd=REPO)  # a hang guard only
+         str(out)], capture_output=True, text=True, timeout=600, cwd=REPO)  # a hang guard only
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc
 
