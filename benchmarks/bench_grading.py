@@ -14,7 +14,7 @@ disturbs least), and the load average when each run started; then what one kerne
 costs on its own, since kernel start-up dominates. The runs are interleaved (1, 2, all,
 then again, ``--repeat`` rounds), so that a change of load on the machine falls on every
 row alike. ``--jobs`` grades at the numbers given instead (``--jobs 2`` or ``--jobs
-1,4``). "All usable" is :func:`minijit.grading.cpus.usable_cpus`: the CPUs of the affinity
+1,4``). "All usable" is :func:`minijit.threads.usable_cpus`: the CPUs of the affinity
 mask within the container's quota. ``--cores K`` pins this process and everything it starts
 (workers, kernels) to K CPUs (Linux), to measure "on 2 cores" on a bigger machine.
 """
@@ -59,7 +59,7 @@ def kernel_start_seconds(repeat: int = 3) -> float:
 
 def _jobs(text: str | None) -> list[int]:
     """The numbers of jobs to grade at: those given, else 1, 2 and all usable CPUs."""
-    from minijit.grading.cpus import usable_cpus
+    from minijit.threads import usable_cpus
 
     wanted = [int(j) for j in text.split(",")] if text else [1, 2, usable_cpus()]
     if any(j < 1 for j in wanted):
@@ -107,8 +107,8 @@ def main() -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     jobs = _jobs(args.jobs)
 
-    from minijit.grading.cpus import usable_cpus
     from minijit.grading.registry import default_exercises
+    from minijit.threads import usable_cpus
 
     source = Path(args.notebook)
     exercises = default_exercises()

@@ -40,7 +40,7 @@ class InterpreterBackend:
     name = "interpreter"
 
     def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
-                parallel: bool = False) -> InterpreterExecutable:
+                parallel: bool | None = None) -> InterpreterExecutable:
         return InterpreterExecutable(closed)  # one thread: `parallel` changes nothing here
 
 
@@ -51,7 +51,7 @@ class NumbaBackend:
     name = "numba"
 
     def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
-                parallel: bool = False):
+                parallel: bool | None = None):
         from minijit.codegen import NumbaExecutable
 
         return NumbaExecutable(closed, fun_name, donated, parallel)

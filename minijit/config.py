@@ -28,6 +28,8 @@ _DEFAULTS: dict[str, Any] = {
     "traceback_filtering": True,  # hide minijit's own frames in tracebacks
     "debug_nans": False,  # raise FloatingPointError at the primitive that first makes a NaN
     "profile_execution": False,  # time every call of a jitted function, for f.profile()
+    # threads for large kernels: None = every usable core (minijit/threads.py), 1 = serial
+    "threads": None,
 }
 
 _UNSET = object()

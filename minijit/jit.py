@@ -224,7 +224,7 @@ class JitFunction:
     """What `jit(f)` returns: call it like `f`; inspect it with `trace`, `lower`, the cache."""
 
     def __init__(self, fun: Callable, *, static_argnums=None, static_argnames=None,
-                 donate_argnums=None, backend: str | None = None, parallel: bool = False):
+                 donate_argnums=None, backend: str | None = None, parallel: bool | None = None):
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
         # First: update_wrapper copies fun.__dict__, which for jit(jit(f)) holds the inner
@@ -233,7 +233,7 @@ class JitFunction:
         self.fun = fun
         self.spec = ArgSpec.make(fun, static_argnums, static_argnames, donate_argnums)
         self.backend = get_backend(backend)
-        self.parallel = bool(parallel)
+        self.parallel = None if parallel is None else bool(parallel)
         options = (self.spec.static_argnums, self.spec.static_argnames,
                    self.spec.donate_argnums, self.backend.name, self.parallel)
         self._cache = _cache_for(fun, options)
@@ -702,13 +702,15 @@ build.register("jit_call", jit_call, chapter="04_jit_and_the_cache",
 
 @errors.api_boundary
 def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
-        donate_argnums=None, backend: str | None = None, parallel: bool = False):
+        donate_argnums=None, backend: str | None = None, parallel: bool | None = None):
     """Compile `fun` for the shapes and dtypes it is called with; reuse it while they repeat.
 
     Works as `@jit`, `jit(f, static_argnums=...)`, `@jit(static_argnums=...)` and
-    `functools.partial(jit, static_argnums=...)`. `parallel=True` (minijit's own option,
-    not JAX's) runs the outer loop of each large kernel (2**16 elements or more) on Numba's
-    threads; off by default, since threads pay only on large arrays and a busy machine.
+    `functools.partial(jit, static_argnums=...)`. As XLA does, the outer loop of each large
+    kernel (2**16 elements or more) runs on all usable cores, chosen per shape when it is
+    compiled (`minijit/threads.py`; `config.update("threads", 1)` turns it off).
+    `parallel=False` (minijit's own option, not JAX's) keeps this function on one thread;
+    `parallel=True` threads its large kernels even where `threads` is 1.
     """
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, backend=backend, parallel=parallel)

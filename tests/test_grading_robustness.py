@@ -13,6 +13,7 @@ Demo exercises only (``tests/grading_fixtures``), no sandbox: a grade takes a fe
 from __future__ import annotations
 
 import json
+import multiprocessing.util
 import os
 import tempfile
 from pathlib import Path
@@ -20,7 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from minijit.grading import cpus, sandbox
+from minijit import threads
+from minijit.grading import sandbox
 from minijit.grading.batch import grade
 from minijit.grading.kernel import sendable
 from minijit.grading.pool import DIED, DONE, WorkerPool
@@ -93,6 +95,9 @@ def test_an_endless_loop_costs_one_cell_timeout(rows):
 
 
 def test_workers_leave_no_temporary_folder(tmp_path, monkeypatch):
+    # multiprocessing's own folder (pymp-*), made once per process on first need, is made
+    # before: whether an earlier test in this process made it must not matter
+    multiprocessing.util.get_temp_dir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the pool's folder goes
     make = "__import__('tempfile').mkdtemp(prefix='minijit-grade-')"
     die = f"({make}, __import__('os').kill(__import__('os').getpid(), 9))"
@@ -123,9 +128,9 @@ def test_cpus_are_counted_within_the_containers_quota(tmp_path, monkeypatch, cpu
                                                       expected):
     mask = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     (tmp_path / "cpu.max").write_text(cpu_max)
-    monkeypatch.setattr(cpus, "CGROUP_CPU_MAX", tmp_path / "cpu.max")
+    monkeypatch.setattr(threads, "CGROUP_CPU_MAX", tmp_path / "cpu.max")
     want = mask if expected is None else min(mask, expected)
-    assert cpus.usable_cpus() == want
+    assert threads.usable_cpus() == want
     # the sandbox's limits and the kernels' thread pools follow
     assert sandbox.default_processes() == max(256, 3 * want + 64)
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)

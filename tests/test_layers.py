@@ -40,7 +40,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "minijit"
 LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix wins
     ("values", ("minijit.dtypes", "minijit.array", "minijit.config", "minijit.errors",
                 "minijit.tree_util", "minijit.tree", "minijit.version", "minijit.pretty_printer",
-                "minijit.build")),
+                "minijit.build", "minijit.threads")),
     ("ir", ("minijit.core", "minijit.ir", "minijit.primitives", "minijit.interpret",
             "minijit.jit_call")),
     ("tracing", ("minijit.tracing", "minijit.lax", "minijit.numpy", "minijit.indexing",

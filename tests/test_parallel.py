@@ -1,9 +1,9 @@
-"""jit(..., parallel=True): large kernels run their outer loop on Numba's threads.
+"""Threads: large kernels run their outer loop on Numba's threads (minijit/threads.py).
 
 Only loops whose iterations write disjoint elements are threaded: elementwise kernels, and
-reductions that keep the first axis (a row-wise sum, each row its own accumulator). A full
-reduction, or one along the first axis, stays serial, since its iterations share the
-accumulator. Values must equal the serial program's exactly.
+reductions that keep the first axis (a row-wise sum, each row its own accumulator), and a row
+loop's iterations (row_loops.py). A full reduction, or one along the first axis, stays serial,
+since its iterations share the accumulator. Values must equal the serial program's exactly.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ CASES = [(gelu, (N,)), (softmax, (N // 256, 256)), (column_sums, (N // 64, 64)),
 @pytest.mark.parametrize("fun,shape", CASES, ids=[f.__name__ for f, _ in CASES])
 def test_threaded_programs_give_the_serial_values(fun, shape):
     x = np.random.default_rng(0).normal(size=shape)
-    serial = mj.jit(fun, backend="numba")(x)
+    serial = mj.jit(fun, backend="numba", parallel=False)(x)
     threaded = mj.jit(fun, backend="numba", parallel=True)(x)
     np.testing.assert_array_equal(threaded, serial)
 
@@ -54,22 +54,32 @@ def test_only_loops_with_disjoint_iterations_are_threaded():
     assert "for i0 in numba.prange(_n0):" in text(gelu, (N,))
     assert "parallel=True" in text(gelu, (N,))
     sm = text(softmax, (N // 256, 256))
-    assert sm.count("numba.prange(") == 3  # the max, the exp and sum, the division
+    # the max, the exp and sum, the division: one loop over the rows, threaded
+    assert sm.count("numba.prange(") == 1 and "codegen/row_loops.py" in sm
     cols = text(column_sums, (N // 64, 64))
     assert "prange" not in cols  # summing along axis 0: every iteration adds to each column
     whole = text(total, (N,))
     assert "prange" not in whole
 
 
-def test_small_kernels_and_the_default_stay_serial():
+def test_small_kernels_and_one_thread_stay_serial():
     small = mj.jit(gelu, backend="numba", parallel=True).lower(np.ones(N - 1)).as_text()
     assert "prange" not in small and "parallel=True" not in small
-    default = mj.jit(gelu, backend="numba").lower(np.ones(N)).as_text()
-    assert "prange" not in default
+    off = mj.jit(gelu, backend="numba", parallel=False).lower(np.ones(N)).as_text()
+    assert "prange" not in off
+    with mj.config.override("threads", 1):
+        one = mj.jit(gelu, backend="numba").lower(np.ones(N)).as_text()
+    assert "prange" not in one
+
+
+def test_the_default_threads_large_kernels_where_cores_allow():
+    with mj.config.override("threads", 2):
+        default = mj.jit(gelu, backend="numba").lower(np.ones(N)).as_text()
+    assert "for i0 in numba.prange(_n0):" in default
 
 
 def test_parallel_is_part_of_the_cache_key():
-    f = mj.jit(gelu, backend="numba")
+    f = mj.jit(gelu, backend="numba", parallel=False)
     g = mj.jit(gelu, backend="numba", parallel=True)
     x = np.ones(N)
     f(x)
@@ -85,7 +95,7 @@ def test_loop_bodies_stay_serial():
     x = np.linspace(0.0, 1.0, N)
     jf = mj.jit(f, backend="numba", parallel=True)
     assert "prange" not in jf.lower(x).as_text()
-    np.testing.assert_array_equal(jf(x), mj.jit(f, backend="numba")(x))
+    np.testing.assert_array_equal(jf(x), mj.jit(f, backend="numba", parallel=False)(x))
 
 
 def test_each_thread_has_its_own_scratch_row():

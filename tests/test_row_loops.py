@@ -3,8 +3,8 @@ as one loop over the rows, where each reads only the rows the ones before it wro
 
 The values must be exactly those of the separate loops (each element is computed by the same
 operations in the same order), so the fused programs are compared bit for bit with the same
-program compiled with `parallel=True` at a size below the threading threshold, where row
-fusion is off and every kernel keeps its own loops.
+program compiled within `row_loops.kept_apart()`, where every kernel keeps its own loops (with
+`parallel=False`, which also gives it a cache of its own).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from catalogue import PROGRAMS as CATALOGUE
 import minijit as mj
 import minijit.numpy as mnp
 from minijit import lax
+from minijit.codegen.row_loops import kept_apart
 from minijit.interpret import eval_jaxpr
 from minijit.tree_util import tree_leaves
 
@@ -29,10 +30,11 @@ def row_loops(text: str) -> int:
 
 
 def separate(f, *args):
-    """f's values with every kernel in its own loops (parallel=True keeps them apart)."""
-    g = mj.jit(f, backend="numba", parallel=True)
-    assert row_loops(g.lower(*args).as_text()) == 0
-    return g(*args)
+    """f's values with every kernel in its own loops."""
+    g = mj.jit(f, backend="numba", parallel=False)
+    with kept_apart():
+        assert row_loops(g.lower(*args).as_text()) == 0
+        return g(*args)
 
 
 def softmax(x):
@@ -185,11 +187,15 @@ def test_every_catalogue_program_gives_the_separate_loops_values(prog):
     args = prog.make_args()
     fused = mj.jit(prog.minijit_fn(), backend="numba", static_argnums=prog.static_argnums)
     apart = mj.jit(prog.minijit_fn(), backend="numba", static_argnums=prog.static_argnums,
-                   parallel=True)
-    fused_text, apart_text = fused.lower(*args).as_text(), apart.lower(*args).as_text()
+                   parallel=False)
+    fused_text = fused.lower(*args).as_text()
+    with kept_apart():
+        apart_text = apart.lower(*args).as_text()
     assert row_loops(apart_text) == 0
     if row_loops(fused_text) == 0:
         assert fused_text == apart_text
         return
-    for got, want in zip(tree_leaves(fused(*args)), tree_leaves(apart(*args))):
+    with kept_apart():
+        want_leaves = tree_leaves(apart(*args))
+    for got, want in zip(tree_leaves(fused(*args)), want_leaves):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -3,6 +3,8 @@
 `lower.py` writes the source (`kernels.py` the loop nests, `scalar_rules.py` the per-element
 expressions), `compile.py` compiles and caches it. The executable converts arguments at the
 boundary: arrays become C-contiguous, rank-0 values become NumPy scalars of the right dtype.
+A program whose large kernels run on threads (`minijit/threads.py`) is called through
+`_threaded_entry`, which keeps the threading layer's rules.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 
 import numpy as np
 
+from minijit import threads
 from minijit.codegen.compile import compile_source
 from minijit.codegen.lower import CodegenError, lower_jaxpr
 from minijit.ir import ClosedJaxpr
@@ -21,13 +24,17 @@ class NumbaExecutable:
     """Calls the compiled entry point; `as_text()` is the generated source."""
 
     def __init__(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
-                 parallel: bool = False):
+                 parallel: bool | None = None):
         t0 = time.perf_counter()
         self.source = lower_jaxpr(closed, fun_name, donated, parallel)
         t1 = time.perf_counter()
         avals = [v.aval for v in (*closed.jaxpr.constvars, *closed.jaxpr.invars)]
         avals += self.source.out_avals
         self.entry = compile_source(self.source, avals, fun_name)
+        if self.source.threaded:
+            self.entry = _threaded_entry(self.entry, closed, fun_name, donated, avals)
+        if "np.dot(" in self.source.text:  # compiling it loaded SciPy's BLAS
+            threads.follow_blas()
         self.timings = {"codegen": t1 - t0, "compile": time.perf_counter() - t1}
         self.consts = tuple(_boundary(c, v.aval) for c, v in
                             zip(closed.consts, closed.jaxpr.constvars))
@@ -87,6 +94,32 @@ class NumbaExecutable:
 
     def as_text(self) -> str:
         return self.source.text
+
+
+def _threaded_entry(entry, closed, fun_name, donated, avals):
+    """`entry`, a program with threaded kernels, called as the threading layer allows: one
+    call at a time under `workqueue` (`threads.call_lock`), on `config.threads` threads where
+    that is fewer than Numba started, and through its serial twin, compiled on first need, in
+    a process forked after the threads started."""
+    import numba
+
+    n = threads.num_threads()
+    fewer = n < numba.config.NUMBA_NUM_THREADS
+    serial = []
+
+    def call(*args):
+        if threads.forked[0]:
+            if not serial:
+                serial.append(compile_source(lower_jaxpr(closed, fun_name, donated, False),
+                                             avals, fun_name))
+            return serial[0](*args)
+        if fewer and numba.get_num_threads() != n:
+            numba.set_num_threads(n)  # per calling thread, in Numba
+        if threads.call_lock is not None:
+            with threads.call_lock:
+                return entry(*args)
+        return entry(*args)
+    return call
 
 
 def _boundary(x, aval):

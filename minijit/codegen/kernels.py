@@ -323,11 +323,11 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         else:
             env[id(v)] = outer  # read through broadcast_in_dim's index arithmetic
 
-    # jit(parallel=True): the outer loop of a large kernel runs on Numba's threads, when its
-    # iterations write disjoint elements (a reduction only along other axes than the first)
-    threads = (getattr(out, "parallel", False) and out.indent == 1 and shape
-               and int(np.prod(shape)) >= out.PARALLEL_AT
-               and not (reduction and 0 in last.params["axes"]))
+    # The outer loop of a large kernel runs on Numba's threads (minijit/threads.py), when its
+    # iterations write disjoint elements (a reduction only along other axes than the first);
+    # a row loop (row_loops.py) threads its kernels' shared loop instead
+    threads = (out.indent == 1 and shape and not (reduction and 0 in last.params["axes"])
+               and hasattr(out, "threads_for") and out.threads_for(int(np.prod(shape))))
     def loop_line(k: int) -> str:  # loop k, its size read from the arguments (`out.dim`)
         return _LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip())
 

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from minijit import primitives as P
+from minijit import threads
 from minijit.codegen import array_rules, control_rules  # noqa: F401 - they fill numba_rules
 from minijit.codegen.array_rules import empty_like_var
 from minijit.codegen.control_rules import interchangeable  # noqa: F401
@@ -70,6 +71,7 @@ class Source:
     # the entry's j-th result, ("buffer", b), buffer b, or ("stacked", b, k), row k of
     # buffer b (see `_stackable`).
     out_layout: list | None = None
+    threaded: bool = False  # some loop runs on Numba's threads (`numba.prange`)
 
 
 _HOIST = "# (allocations hoisted before this loop)"  # a mark in `lines`, by identity
@@ -89,13 +91,14 @@ def _describe(eqn: Eqn, names) -> str:
 
 
 class Lowering:
-    # with parallel=True, kernels of this many elements or more use threads: below it, starting
-    # the threads costs more than they save
+    # kernels of this many elements or more use threads: below it, starting them costs more
+    # than they save
     PARALLEL_AT = 1 << 16
 
     def __init__(self, parallel: bool = False):
-        # jit(..., parallel=True): large kernels run their outer loop on Numba's threads
+        # whether large kernels run their outer loop on Numba's threads (threads.wanted)
         self.parallel = parallel
+        self.in_row_run = False  # while a row loop's kernels are lowered: they thread it whole
         self.threaded = False  # whether any loop got `numba.prange` (the decorator says so)
         self.lines: list[str] = []
         # (index of a loop's mark in `lines`, its indent) for each loop being written, and
@@ -129,6 +132,11 @@ class Lowering:
         # id(Var) -> the scalar a `broadcast_in_dim` fills it with, where only interchanged
         # loops read it, as their initial state: they read the scalar, and it is never built
         self.fills: dict[int, object] = {}
+
+    def threads_for(self, size: int) -> bool:
+        """Does a loop over `size` elements at the function's top level get threads?"""
+        return (self.parallel and not self.in_row_run and size >= self.PARALLEL_AT
+                and threads.available())
 
     # -- writing
     def line(self, text: str) -> None:
@@ -279,7 +287,7 @@ class Lowering:
         lines, line_eqns = self._with_hoisted()
         line_eqns = {k + shift: e for k, e in line_eqns.items()}
         return Source("\n".join(head + lines) + "\n", self.callbacks, line_eqns,
-                      buffers, layout if stacks or singles else None)
+                      buffers, layout if stacks or singles else None, self.threaded)
 
     def plan_reuse(self, jaxpr: Jaxpr, donated: tuple) -> None:
         """Follow `plan_buffers`: the output of a loop kernel, a concatenation, a pad or an
@@ -364,7 +372,7 @@ class Lowering:
             allocate = self.reuse.get(self.name(z)) or empty_like_var(self, z)
             self.into[self.name(v)] = (self.name(z), allocate, sub)
         self.fills.update(_scalar_fills(jaxpr))
-        runs = {} if self.parallel else row_runs(jaxpr, self)
+        runs = row_runs(jaxpr, self)
         k = 0
         while k < len(jaxpr.eqns):
             if k in runs:  # one loop over the rows computes these equations (row_loops.py)
@@ -488,6 +496,6 @@ def _stackable(jaxpr: Jaxpr, preallocated: list[Var]) -> list[list[Var]]:
 
 
 def lower_jaxpr(closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
-                parallel: bool = False) -> Source:
-    """The Numba source for `closed` (see the module docstring)."""
-    return Lowering(parallel).lower(closed, fun_name, donated)
+                parallel: bool | None = None) -> Source:
+    """The Numba source for `closed` (see the module docstring); `parallel` as `jit`'s."""
+    return Lowering(threads.wanted(parallel)).lower(closed, fun_name, donated)

@@ -43,12 +43,20 @@ no array: a reduction's `acc[...] = 0.0` becomes `acc[i0] = 0.0` in the row's ow
 since acc may be an array that an earlier kernel of the run still fills (`_split_prologue`).
 A kernel whose lines do not have that shape (a learner's
 `loop_nest` that orders the loops otherwise) is lowered as before, unfused.
-`jit(..., parallel=True)` keeps separate loops (each can be threaded on its own).
+Threads (`minijit/threads.py`): a run at the function's top level over as many elements as
+a threaded kernel (`Lowering.threads_for`) runs its row loop on Numba's threads
+(`numba.prange`): iterations write disjoint rows, by the rule above. A kernel's scratch row
+(`_row_...`), hoisted before a serial row loop, is then allocated in the loop body, so that
+each thread has its own (Numba allocates it once per thread's chunk of rows).
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from contextlib import contextmanager
+
+import numpy as np
 
 from minijit import primitives as P
 from minijit.codegen.kernels import is_loop_kernel
@@ -140,10 +148,26 @@ class _Run:
         return True
 
 
+_apart = threading.local()
+
+
+@contextmanager
+def kept_apart():
+    """Programs lowered in this thread within the block keep every kernel in its own loops:
+    the reference that row loops are compared with, bit for bit (tests/test_row_loops.py)."""
+    _apart.on = True
+    try:
+        yield
+    finally:
+        _apart.on = False
+
+
 def row_runs(jaxpr: Jaxpr, lo) -> dict[int, int]:
     """{start: stop} of the runs of `jaxpr.eqns` that one loop over the rows computes: at
     least two loop kernels each (a run's trailing reshapes are left out of it)."""
     runs: dict[int, int] = {}
+    if getattr(_apart, "on", False):
+        return runs
     run = None
     k = 0
     while k < len(jaxpr.eqns):
@@ -170,12 +194,18 @@ def emit_run(lo, eqns) -> None:
     one if some equation's lines do not have the expected shape."""
     base = "    " * lo.indent
     parts = []  # per equation: [(line, its equation's description)]
-    for e in eqns:
-        start = len(lo.lines)
-        lo.describe_and_lower(e)
-        parts.append([(text, lo.line_eqns.get(start + i + 2, ""))
-                      for i, text in enumerate(lo.lines[start:])])
-        del lo.lines[start:]
+    size = max(int(np.prod(_loop_shape(e)[1])) for e in eqns if _is_loop_kernel(e))
+    threaded = lo.indent == 1 and lo.threads_for(size)
+    lo.in_row_run = True  # the kernels' own loops stay serial: the row loop gets the threads
+    try:
+        for e in eqns:
+            start = len(lo.lines)
+            lo.describe_and_lower(e)
+            parts.append([(text, lo.line_eqns.get(start + i + 2, ""))
+                          for i, text in enumerate(lo.lines[start:])])
+            del lo.lines[start:]
+    finally:
+        lo.in_row_run = False
     prologue, body, header = [], [], None
     for e, lines in zip(eqns, parts):
         loop = [i for i, (text, _) in enumerate(lines)
@@ -199,12 +229,20 @@ def emit_run(lo, eqns) -> None:
         body += [(base + "    " + lines[0][0].strip(), lines[0][1])] + inits + inner
     prologue.append((f"{base}# one loop over the rows for the {len(eqns)} equations above "
                      f"(codegen/row_loops.py)", ""))
+    if threaded:
+        header = header.replace(" in range(", " in numba.prange(", 1)
+        lo.threaded = True
+        scratch = [(base + "    " + t.strip(), d) for t, d in prologue
+                   if _SCRATCH.match(t.strip())]
+        prologue = [p for p in prologue if not _SCRATCH.match(p[0].strip())]
+        body = scratch + body
     _put_back(lo, [prologue, [(header, "")], body])
 
 
 # What the prologue may hold: an allocation or a view (`d = np.empty(...)`, `c = b.reshape(...)`,
 # `e = b  # reused`), or a comment. A reduction's `acc[...] = init` moves into the row loop.
 _BINDS_A_NAME = re.compile(r"\w+ = [^=]|#")
+_SCRATCH = re.compile(r"_row_\w+ = np\.empty\(")  # a kernel's scratch row (kernels.py)
 _FILLS = re.compile(r"(\w+)\[\.\.\.\] = (.+)$")
 
 

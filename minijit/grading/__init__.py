@@ -22,7 +22,6 @@ One idea per module:
     expected.py   check()'s expected values, computed in an interpreter of their own
     notebook.py   solution/exercise notebook conventions; generate and --check
     channel.py    how the grader asks a kernel for results (user expressions + nonce)
-    cpus.py       how many CPUs the grader may use (cgroup quota included)
     limits.py     a submission's time limits and sandbox
     kernel.py     one grading kernel: start, run a cell, request, interrupt, stop
     sandbox.py    the bubblewrap sandbox each grading kernel runs in

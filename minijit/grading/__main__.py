@@ -22,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cpus import usable_cpus
+from minijit.threads import usable_cpus
 
 
 def _generate(args: argparse.Namespace) -> int:

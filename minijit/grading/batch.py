@@ -44,9 +44,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from minijit.threads import usable_cpus
+
 from .adjust import Adjuster, LatePolicy, adjustments, read_overrides
 from .cases import Case, Exercise
-from .cpus import usable_cpus
 from .feedback_html import write_feedback
 from .gradebook import Gradebook, Record, _cell, case_results, record
 from .pool import DIED, DONE, OVERRAN, Outcome, WorkerPool

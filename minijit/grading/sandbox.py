@@ -42,7 +42,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cpus import usable_cpus
+from minijit.threads import usable_cpus
 
 GiB, MiB = 1 << 30, 1 << 20
 HOME = "/home/learner"
