@@ -135,8 +135,12 @@ def test_cpus_are_counted_within_the_containers_quota(tmp_path, monkeypatch, cpu
     assert sandbox.default_processes() == max(256, 3 * want + 64)
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.delenv("MINIJIT_THREADS", raising=False)
     counts = sandbox.thread_counts()
     assert counts["NUMBA_NUM_THREADS"] == str(want) and counts["OMP_NUM_THREADS"] == "7"
+    assert counts["MINIJIT_THREADS"] == "1"  # kernels graded side by side: serial code
+    monkeypatch.setenv("MINIJIT_THREADS", "3")
+    assert sandbox.thread_counts()["MINIJIT_THREADS"] == "3"
 
 
 def test_jobs_default_is_the_usable_cpus(monkeypatch, capsys):

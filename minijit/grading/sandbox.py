@@ -53,7 +53,7 @@ INNER_UID = 1000
 UID_BASE = 2_000_000_000
 # Variables the kernel may inherit from the grader: thread counts only, never secrets.
 PASSED_ON = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-             "NUMBA_NUM_THREADS")
+             "NUMBA_NUM_THREADS", "MINIJIT_THREADS")
 
 INSTALL_HINT = ("Install bubblewrap (`sudo apt-get install bubblewrap` on Debian or Ubuntu; "
                 "`python3 course.py test` does it when run as root), or grade with "
@@ -80,8 +80,14 @@ def default_processes() -> int:
 def thread_counts() -> dict[str, str]:
     """The kernel's thread-pool sizes: the grader's own settings (:data:`PASSED_ON`), else
     the usable CPUs. Left alone, Numba and OpenBLAS count the host's cores, which in a
-    container can be many more than its quota (and than the limits above allow for)."""
-    return {k: os.environ.get(k, str(usable_cpus())) for k in PASSED_ON}
+    container can be many more than its quota (and than the limits above allow for).
+
+    minijit's own kernels run on one thread unless the grader says otherwise
+    (`MINIJIT_THREADS`): submissions are graded side by side, one per usable CPU, and a
+    threaded kernel also takes about three times as long to compile."""
+    counts = {k: os.environ.get(k, str(usable_cpus())) for k in PASSED_ON}
+    counts["MINIJIT_THREADS"] = os.environ.get("MINIJIT_THREADS", "1")
+    return counts
 
 
 @dataclass(frozen=True)
