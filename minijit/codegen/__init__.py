@@ -30,9 +30,11 @@ class NumbaExecutable:
         t1 = time.perf_counter()
         avals = [v.aval for v in (*closed.jaxpr.constvars, *closed.jaxpr.invars)]
         avals += self.source.out_avals
-        self.entry = compile_source(self.source, avals, fun_name)
-        if self.source.threaded:
-            self.entry = _threaded_entry(self.entry, closed, fun_name, donated, avals)
+        self.entry = compile_source(self.source, avals, fun_name)  # the Numba dispatcher
+        # what a call runs: the entry itself, or for threaded code the entry called as the
+        # threading layer allows
+        self._run = (_threaded_entry(self.entry, closed, fun_name, donated, avals)
+                     if self.source.threaded else self.entry)
         if "np.dot(" in self.source.text:  # compiling it loaded SciPy's BLAS
             threads.follow_blas()
         self.timings = {"codegen": t1 - t0, "compile": time.perf_counter() - t1}
@@ -55,7 +57,7 @@ class NumbaExecutable:
     def __call__(self, *args):
         args = [_boundary(x, a) for x, a in zip(args, self.in_avals)]
         buffers = self._buffers()
-        outs = self._arrange(self.entry(*self.consts, *args, *buffers), buffers)
+        outs = self._arrange(self._run(*self.consts, *args, *buffers), buffers)
         outs = [np.asarray(o, dtype=a.dtype) if s else o
                 for o, a, s in zip(outs, self.out_avals, self._scalar_out)]
         return copy_outputs(outs, self.aliased) if self._any_aliased else outs
@@ -74,7 +76,7 @@ class NumbaExecutable:
 
         "Exactly" includes the byte order: jit's fast-path key holds each argument's dtype
         (`>f8 != <f8`), so only native-endian arrays of the compiled dtypes get here."""
-        entry, consts, empty = self.entry, self.consts, np.empty
+        entry, consts, empty = self._run, self.consts, np.empty
         if not self._plain:
             return lambda args: self(*args)
         if self._layout is None:  # the entry returns every output

@@ -74,6 +74,11 @@ class Source:
     threaded: bool = False  # some loop runs on Numba's threads (`numba.prange`)
 
 
+# Numba's threads for the `prange` loops only: its other conversions would thread what minijit
+# did not choose to (`np.dot` became parallel loops, with other roundings than BLAS's)
+PRANGE_ONLY = ("{'prange': True, 'numpy': False, 'reduction': False, 'setitem': False, "
+               "'comprehension': False, 'inplace_binop': False, 'stencil': False, "
+               "'fusion': False}")
 _HOIST = "# (allocations hoisted before this loop)"  # a mark in `lines`, by identity
 
 
@@ -281,7 +286,7 @@ class Lowering:
                 # no C-callable twin (`cfunc` wrapper): only Python calls it (~10% of a
                 # small program's compile)
                 "@numba.njit(error_model='numpy', no_cfunc_wrapper=True, cache=True"
-                + (", parallel=True)" if self.threaded else ")"),
+                + (f", parallel={PRANGE_ONLY})" if self.threaded else ")"),
                 f"def entry({', '.join(params)}):"]
         shift = len(head) - 1
         lines, line_eqns = self._with_hoisted()
