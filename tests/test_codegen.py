@@ -124,7 +124,7 @@ def test_generated_source_is_readable_and_names_equations():
     assert "vecmath.tanh_f64(" in source  # minijit's own vectorizable tanh (codegen/vecmath)
     assert "_n0 = a.shape[0]" in source  # sizes are read from the arguments
     assert source.count("for i0 in range(_n0):") == 1  # one loop, no temporaries
-    assert source.count("np.empty(") == 0  # the output buffer comes from the caller
+    assert source.count("alloc.empty(") == 0  # the output buffer comes from the caller
 
 
 def test_mandelbrot_loop_is_interchanged_and_exact():
@@ -358,7 +358,7 @@ def test_generated_source_uses_the_printers_names():
     for line in ("b:f64[4] = reduce_max[axes=(1,)] a", "c:f64[4,1] = reshape[new_sizes=(4, 1)] b",
                  "l:f64[4,1] = reshape[new_sizes=(4, 1)] e"):
         assert line in printed and f"# {line}" in text
-    for assignment in ("b = np.empty((_n0,), np.float64)", "c = b.reshape((_n0, 1))",
+    for assignment in ("b = alloc.empty((_n0,), np.float64)", "c = b.reshape((_n0, 1))",
                        "j = vecmath.exp_f64(i)", "d = out0", "m = d  # reused"):
         assert assignment in text
     assert text.rstrip().endswith("return")  # the output is in the caller's buffer out0

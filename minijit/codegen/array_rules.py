@@ -52,7 +52,7 @@ def _derive(lo, n: int, expr: str) -> None:
 
 
 def empty_like_var(lo, v) -> str:
-    return f"np.empty({lo.shape(shape_of(v))}, np.{dtype_name(v.aval.dtype)})"
+    return f"alloc.empty({lo.shape(shape_of(v))}, np.{dtype_name(v.aval.dtype)})"
 
 
 def _new_array(lo, v, name: str) -> str:
@@ -66,7 +66,7 @@ def _as_array(lo, a, expr: str) -> str:
     """An array expression for an operand (a rank-0 operand becomes a 0-d array)."""
     if a.aval.shape:
         return expr
-    return f"np.full((), {expr}, np.{dtype_name(a.aval.dtype)})"
+    return f"alloc.full((), {expr}, np.{dtype_name(a.aval.dtype)})"
 
 
 def _reshape(lo, eqn, args, outs):
@@ -74,7 +74,7 @@ def _reshape(lo, eqn, args, outs):
     if not shape_of(o):
         lo.line(f"{outs[0]} = {args[0]}.ravel()[0]" if shape_of(x) else f"{outs[0]} = {args[0]}")
     elif not shape_of(x):
-        lo.line(f"{outs[0]} = np.full({lo.shape(shape_of(o))}, {args[0]}, "
+        lo.line(f"{outs[0]} = alloc.full({lo.shape(shape_of(o))}, {args[0]}, "
                 f"np.{dtype_name(o.aval.dtype)})")
     else:
         sizes = [_size(lo, d, derive=True) for d in shape_of(o)]
@@ -108,13 +108,13 @@ def _slice(lo, eqn, args, outs):
         lo.imports.add("from minijit.codegen.layout import c_view")
         lo.line(f"{outs[0]} = c_view({args[0]}[{sub}])")
     else:
-        lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
+        lo.line(f"{outs[0]} = alloc.copy({args[0]}[{sub}])")
 
 
 def _rev(lo, eqn, args, outs):
     dims = set(eqn.params["dimensions"])
     sub = ", ".join("::-1" if k in dims else ":" for k in range(len(shape_of(eqn.invars[0]))))
-    lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
+    lo.line(f"{outs[0]} = alloc.copy({args[0]}[{sub}])")
 
 
 def _squeeze(lo, eqn, args, outs):
@@ -160,7 +160,7 @@ def _pad(lo, eqn, args, outs):
             if stop > start:
                 lo.line(f"{outs[0]}[{lo.dim(start)}:{lo.dim(stop)}] = {args[1]}")
         return
-    lo.line(f"{outs[0]} = np.full({lo.shape(shape_of(o))}, {args[1]}, "
+    lo.line(f"{outs[0]} = alloc.full({lo.shape(shape_of(o))}, {args[1]}, "
             f"np.{dtype_name(o.aval.dtype)})")
     if 0 in shape_of(x):
         return
@@ -194,7 +194,7 @@ def _dynamic_slice(lo, eqn, args, outs):
         return
     s = _clamped(lo, shape, sizes, args[1:], eqn.invars[1:])
     sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, sizes))
-    lo.line(f"{outs[0]} = {args[0]}[{sub}].copy()")
+    lo.line(f"{outs[0]} = alloc.copy({args[0]}[{sub}])")
 
 
 def _dynamic_update_slice(lo, eqn, args, outs):
@@ -215,7 +215,7 @@ def _dynamic_update_slice(lo, eqn, args, outs):
         lo.line(f"{outs[0]} = {given}  # reused, see plan_buffers")
         lo.line(f"{outs[0]}[...] = {args[0]}")
     else:
-        lo.line(f"{outs[0]} = {args[0]}.copy()")
+        lo.line(f"{outs[0]} = alloc.copy({args[0]})")
     sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, shape_of(u)))
     lo.line(f"{outs[0]}[{sub}] = {_as_array(lo, u, args[1])}")
 
@@ -242,7 +242,7 @@ def _argminmax(lo, eqn, args, outs):
     t, r, best, at = (f"_{n}_{outs[0]}" for n in ("rows", "r", "best", "at"))
     lo.line(f"{t} = np.ascontiguousarray({args[0]}.transpose({perm})).reshape(("
             f"{lo.dim(rows)}, {lo.dim(shape[axis])}))")
-    lo.line(f"{r} = np.empty({lo.dim(rows)}, np.{dtype_name(o.aval.dtype)})")
+    lo.line(f"{r} = alloc.empty(({lo.dim(rows)},), np.{dtype_name(o.aval.dtype)})")
     lo.line(f"for _i in range({lo.dim(rows)}):")
     lo.line(f"    {best} = {t}[_i, 0]")
     lo.line(f"    {at} = 0")
@@ -275,7 +275,7 @@ def _dot_general(lo, eqn, args, outs):
     n = f"{b}.shape[1]" if rb == 2 else "1"
     lo.line(f"{ta} = np.ascontiguousarray({a}).reshape(({m}, {a}.shape[-1]))")
     lo.line(f"{tb} = np.ascontiguousarray({b}).reshape(({b}.shape[0], {n}))")
-    lo.line(f"{r} = np.zeros(({m}, {n}), np.{dtype_name(o.aval.dtype)})")
+    lo.line(f"{r} = alloc.zeros(({m}, {n}), np.{dtype_name(o.aval.dtype)})")
     lo.line(f"for _i in range({ta}.shape[0]):")
     lo.line(f"    for _j in range({tb}.shape[1]):")
     lo.line(f"        {acc} = {literal(0, o.aval.dtype)}")

@@ -44,7 +44,7 @@ def _init_carries(lo, outs, init, invars) -> None:
         if not a.aval.shape:
             lo.line(f"{o} = {cast(v, a.aval.dtype)}")
         else:
-            lo.line(f"{o} = {v}.copy()")
+            lo.line(f"{o} = alloc.copy({v})")
 
 
 def _spares(lo, body, carries, outs) -> list[tuple[str, str]]:
@@ -59,7 +59,7 @@ def _spares(lo, body, carries, outs) -> list[tuple[str, str]]:
     lo.line(f"{turn} = False  # the carries below hold their two arrays in turn (in_place.py)")
     for k, owner in found.items():
         first, spare = f"_first_{outs[k]}", f"_spare_{outs[k]}"
-        lo.line(f"{first}, {spare} = {outs[k]}, np.empty_like({outs[k]})")
+        lo.line(f"{first}, {spare} = {outs[k]}, alloc.empty_like({outs[k]})")
         lo.reuse[lo.name(owner)] = f"({first} if {turn} else {spare})"
     return [(turn, f"not {turn}")]
 

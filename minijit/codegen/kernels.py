@@ -270,7 +270,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             given = out.prealloc.get(outer) or out.reuse.get(outer)
             out.line(f"{outer} = {given}  # reused, see plan_buffers" if outer in out.reuse
                      else f"{outer} = {given}" if given else
-                     f"{outer} = np.empty({out.shape(v.aval.shape)}, "
+                     f"{outer} = alloc.empty({out.shape(v.aval.shape)}, "
                      f"np.{dtype_name(v.aval.dtype)})")
     acc = None
     # Reducing the trailing axes (a row-wise sum): the accumulator lives in a register for
@@ -295,7 +295,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             given = out.prealloc.get(acc_name) or out.reuse.get(acc_name)
             out.line(f"{acc_name} = {given}  # reused, see plan_buffers"
                      if acc_name in out.reuse else f"{acc_name} = {given}" if given else
-                     f"{acc_name} = np.empty({out.shape(kept_shape)}, np.{dtype_name(dt)})")
+                     f"{acc_name} = alloc.empty({out.shape(kept_shape)}, np.{dtype_name(dt)})")
             acc = f"_acc_{acc_name}"
         elif kept:
             kept_shape = tuple(d for k, d in enumerate(shape) if k not in axes)
@@ -305,7 +305,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
                          if acc_name in out.reuse else f"{acc_name} = {given}")
                 out.line(f"{acc_name}[...] = {init}")
             else:
-                out.line(f"{acc_name} = np.full({out.shape(kept_shape)}, {init}, "
+                out.line(f"{acc_name} = alloc.full({out.shape(kept_shape)}, {init}, "
                          f"np.{dtype_name(dt)})")
             acc = f"{acc_name}[{', '.join(kept)}]"
         else:
@@ -353,7 +353,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
             folded_at = f"{inner_of[id(folded)]}[{index}]"
         else:
             scratch = f"_row_{acc_name}"
-            allocate_scratch = (f"{scratch} = np.empty({out.shape(reduced_shape)}, "
+            allocate_scratch = (f"{scratch} = alloc.empty({out.shape(reduced_shape)}, "
                                 f"np.{dtype_name(folded.aval.dtype)})")
             if not threads:
                 _allocate_scratch(out, allocate_scratch)
@@ -425,7 +425,7 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
         if array is None:  # computed and not an output: stored into a scratch row
             array = scratch = f"_row_{acc_name}"
         row = f"{array}[{prefix}]" if prefix and not scratch else array
-    allocate_scratch = (f"{scratch} = np.empty({out.shape(shape[-1:])}, "
+    allocate_scratch = (f"{scratch} = alloc.empty({out.shape(shape[-1:])}, "
                         f"np.{dtype_name(folded.aval.dtype)})")
     if scratch and not threads:  # one scratch row for every row
         _allocate_scratch(out, allocate_scratch)

@@ -281,7 +281,8 @@ class Lowering:
         # The function's name is not in the source: identical programs share one compile.
         head = ["# minijit: generated code; each block names the IR equation it computes.",
                 "import math", "import numba", "import numpy as np",
-                "from minijit.codegen import vecmath", *sorted(self.imports),
+                "from minijit.codegen import alloc", "from minijit.codegen import vecmath",
+                *sorted(self.imports),
                 "", "",
                 # no C-callable twin (`cfunc` wrapper): only Python calls it (~10% of a
                 # small program's compile)
@@ -412,7 +413,7 @@ class Lowering:
         copies = (outputs_to_copy(jaxpr, carries) if carries is not None
                   else [False] * len(targets))
         values = [cast(self.atom(a), a.aval.dtype) if not a.aval.shape
-                  else f"{self.atom(a)}.copy()" if copy else self.atom(a)
+                  else f"alloc.copy({self.atom(a)})" if copy else self.atom(a)
                   for a, copy in zip(jaxpr.outvars[:len(targets)], copies)]
         targets = [*targets, *(t for t, _ in also)]
         values = [*values, *(v for _, v in also)]

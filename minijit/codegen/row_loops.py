@@ -239,10 +239,10 @@ def emit_run(lo, eqns) -> None:
     _put_back(lo, [prologue, [(header, "")], body])
 
 
-# What the prologue may hold: an allocation or a view (`d = np.empty(...)`, `c = b.reshape(...)`,
+# What the prologue may hold: an allocation or a view (`d = alloc.empty(...)`, `c = b.reshape(...)`,
 # `e = b  # reused`), or a comment. A reduction's `acc[...] = init` moves into the row loop.
 _BINDS_A_NAME = re.compile(r"\w+ = [^=]|#")
-_SCRATCH = re.compile(r"_row_\w+ = np\.empty\(")  # a kernel's scratch row (kernels.py)
+_SCRATCH = re.compile(r"_row_\w+ = alloc\.empty\(")  # a kernel's scratch row (kernels.py)
 _FILLS = re.compile(r"(\w+)\[\.\.\.\] = (.+)$")
 
 
