@@ -726,7 +726,7 @@ _fast_path_flags = config._fast_path_flags  # read directly on the hot path (see
 
 def _fast_key(args) -> tuple | None:
     """(shape, dtype, weak type) of each argument, one after the other in one tuple, if all
-    are C-contiguous arrays of rank >= 1, else None.
+    are C-contiguous, aligned, writable arrays of rank >= 1 (`flags.carray`), else None.
 
     Those calls need no argument conversion at all, so the fast path can skip it. The key
     holds the dtype itself, not `dtype.num`: `>f8` and `<f8` share a number but are different
@@ -742,7 +742,7 @@ def _fast_key(args) -> tuple | None:
         else:
             return None
         shape = a.shape
-        if not shape or not a.flags.c_contiguous:
+        if not shape or not a.flags.carray:
             return None
         key += (shape, a.dtype, weak)
     return key

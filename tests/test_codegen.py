@@ -438,3 +438,26 @@ def test_math_functions_give_the_bits_of_numpys_in_numba(dtype):
     a, b = np.empty_like(x), np.empty_like(x)
     atan2s(x, y, a, b)
     assert a.tobytes() == b.tobytes()
+
+
+def test_read_only_and_writable_arguments_share_one_compile():
+    """Arguments that are not donated are typed read-only (compile.compile_source): a writable
+    array converts to that type, so a read-only one no longer compiles the program again."""
+    f = mj.jit(lambda x, y: x * 2.0 + y, backend="numba")
+    x, y = np.arange(6.0), np.ones(6)
+    f(x, y)
+    ro = np.broadcast_to(np.arange(6.0), (6,))
+    assert not ro.flags.writeable
+    np.testing.assert_array_equal(f(ro, y), ro * 2.0 + y)
+    (entry,) = f.cache_entries()
+    assert len(entry.executable.entry.signatures) == 1
+
+
+def test_a_misaligned_array_is_copied_at_the_boundary():
+    raw = np.zeros(8 * 6 + 1, np.uint8)
+    x = raw[1:].view(np.float64)  # six float64 values at an odd address
+    x[:] = np.arange(6.0)
+    assert not x.flags.aligned
+    f = mj.jit(lambda x: x * 2.0 + 1.0, backend="numba")
+    np.testing.assert_array_equal(f(x), np.arange(6.0) * 2.0 + 1.0)
+    np.testing.assert_array_equal(f(x), np.arange(6.0) * 2.0 + 1.0)  # the fast path's turn

@@ -30,10 +30,15 @@ class NumbaExecutable:
         t1 = time.perf_counter()
         avals = [v.aval for v in (*closed.jaxpr.constvars, *closed.jaxpr.invars)]
         avals += self.source.out_avals
-        self.entry = compile_source(self.source, avals, fun_name)  # the Numba dispatcher
+        # Read-only: the constants and every argument not donated; the code writes only
+        # donated arguments and the output buffers it is given.
+        flags = list(donated) + [False] * (len(closed.jaxpr.invars) - len(donated))
+        readonly = ([True] * len(closed.jaxpr.constvars) + [not d for d in flags]
+                    + [False] * len(self.source.out_avals))
+        self.entry = compile_source(self.source, avals, fun_name, readonly)  # Numba's dispatcher
         # what a call runs: the entry itself, or for threaded code the entry called as the
         # threading layer allows
-        self._run = (_threaded_entry(self.entry, closed, fun_name, donated, avals)
+        self._run = (_threaded_entry(self.entry, closed, fun_name, donated, avals, readonly)
                      if self.source.threaded else self.entry)
         if "np.dot(" in self.source.text:  # compiling it loaded SciPy's BLAS
             threads.follow_blas()
@@ -98,7 +103,7 @@ class NumbaExecutable:
         return self.source.text
 
 
-def _threaded_entry(entry, closed, fun_name, donated, avals):
+def _threaded_entry(entry, closed, fun_name, donated, avals, readonly):
     """`entry`, a program with threaded kernels, called as the threading layer allows: one
     call at a time under `workqueue` (`threads.call_lock`), on `config.threads` threads where
     that is fewer than Numba started, and through its serial twin, compiled on first need, in
@@ -113,7 +118,7 @@ def _threaded_entry(entry, closed, fun_name, donated, avals):
         if threads.forked[0]:
             if not serial:
                 serial.append(compile_source(lower_jaxpr(closed, fun_name, donated, False),
-                                             avals, fun_name))
+                                             avals, fun_name, readonly))
             return serial[0](*args)
         if fewer and numba.get_num_threads() != n:
             numba.set_num_threads(n)  # per calling thread, in Numba
@@ -125,14 +130,15 @@ def _threaded_entry(entry, closed, fun_name, donated, avals):
 
 
 def _boundary(x, aval):
-    """`x` as the compiled code reads it: a scalar of the dtype, or a C-contiguous array of
-    the exact dtype (Fortran order, strides and another byte order are converted here)."""
+    """`x` as the compiled code reads it: a scalar of the dtype, or a C-contiguous, aligned
+    array of the exact dtype (Fortran order, strides, misaligned data and another byte order
+    are converted here: the entry takes no other array, see `compile_source`)."""
     if not aval.shape:
         return aval.dtype.type(x)
     x = np.asarray(x)
-    if x.flags.c_contiguous and x.dtype == aval.dtype:
+    if x.flags.c_contiguous and x.flags.aligned and x.dtype == aval.dtype:
         return x
-    return np.ascontiguousarray(x, dtype=aval.dtype)
+    return np.array(x, dtype=aval.dtype, order="C")
 
 
 __all__ = ["CodegenError", "NumbaExecutable", "lower_jaxpr"]

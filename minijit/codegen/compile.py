@@ -122,15 +122,27 @@ def source_hash(source: Source, signature: str) -> str:
     return h.hexdigest()[:24]
 
 
-def numba_type(aval):
-    """The Numba type of one argument: a C-contiguous array, or a scalar for rank 0."""
+def numba_type(aval, readonly: bool = False):
+    """The Numba type of one argument: a C-contiguous array (read-only if `readonly`), or a
+    scalar for rank 0."""
     scalar = numba.from_dtype(aval.dtype)
-    return numba.types.Array(scalar, aval.ndim, "C") if aval.shape else scalar
+    if not aval.shape:
+        return scalar
+    return numba.types.Array(scalar, aval.ndim, "C", readonly=readonly)
 
 
-def compile_source(source: Source, arg_avals, fun_name: str):
-    """The compiled `entry` function of `source` for arguments of these avals."""
-    sig = tuple(numba_type(a) for a in arg_avals)
+def compile_source(source: Source, arg_avals, fun_name: str, readonly=()):
+    """The compiled `entry` function of `source` for arguments of these avals, those marked
+    in `readonly` typed as read-only arrays.
+
+    The entry compiles for exactly this signature and never again (`disable_compile`): an
+    argument of another type is converted to it, or refused. So a writable array passes for a
+    read-only one at no cost, where Numba compiled the whole program a second time for the
+    first read-only array it met (`np.broadcast_to`'s result, a memory map); generated code
+    never writes an argument that was not donated, and Numba now checks that too. The caller
+    passes C-contiguous, aligned arrays of the exact dtype (`NumbaExecutable`)."""
+    flags = tuple(readonly) + (False,) * (len(arg_avals) - len(readonly))
+    sig = tuple(numba_type(a, r) for a, r in zip(arg_avals, flags))
     # Callbacks are Python objects of this process: the same text with other callbacks is
     # another program.
     key = source_hash(source, repr(sig) + repr(sorted(
@@ -141,6 +153,7 @@ def compile_source(source: Source, arg_avals, fun_name: str):
             stats["memory_hits"] += 1
             return entry
         entry = _compile(source, sig, key, fun_name)
+        entry.disable_compile()
         _memory[key] = entry  # only a compiled function is ever stored
         return entry
 
