@@ -219,8 +219,10 @@ class Lowering:
 
         `_n0 = x.shape[0]` for the first parameter and axis of each size, other than 0 and
         1, which stay literals: they decide broadcasting and empty loops, so two programs
-        that differ there are different programs. Sizes computed otherwise than by adding
-        or removing up to 2 (a padding's interior, a flattened product) stay literals too.
+        that differ there are different programs. A size within 2 of a named one is written
+        from it; the structural rules also write a padded axis as its operand's size plus
+        the padding and a flattened axis as a product of two names (`array_rules._size`).
+        Any other computed size stays a literal.
         Every rule writes sizes through `dim`, so a program traced again for other sizes
         (same ranks, dtypes and pattern of 0s, 1s and equal sizes) generates the same source
         and shares its compile (`compile.py` keys compiles by the source without its
