@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import shlex
@@ -64,7 +65,6 @@ FIRST_CHAPTER = "chapters/00_welcome.ipynb"
 LINT_TARGETS = ("minijit", "tests", "benchmarks", "course.py")
 CHROMIUM = Path("/usr/bin/chromium")
 BWRAP = Path("/usr/bin/bwrap")
-CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 PYTEST_TIMEOUT_S = 600
 PYTEST_NO_TESTS_COLLECTED = 5
 LAB_START_S = 180  # how long `lab` waits for JupyterLab's address before giving up on it
@@ -351,18 +351,14 @@ def install_bubblewrap() -> None:
 
 
 def usable_cpus() -> int:
-    """CPUs this process may use: the affinity mask, capped by a cgroup v2 quota in containers."""
-    if hasattr(os, "sched_getaffinity"):
-        cpus = len(os.sched_getaffinity(0))
-    else:
-        cpus = os.cpu_count() or 1
-    try:
-        quota, period = CGROUP_CPU_MAX.read_text().split()
-        if quota != "max":
-            cpus = min(cpus, -(-int(quota) // int(period)))
-    except (OSError, ValueError):
-        pass  # no cgroup v2 limit to respect
-    return max(1, cpus)
+    """CPUs this process may use (the affinity mask, capped by a cgroup v2 quota): minijit's own
+    count, `minijit/threads.py`, loaded from its file. It imports only the standard library,
+    and this runs before minijit's dependencies are installed."""
+    spec = importlib.util.spec_from_file_location("minijit_threads",
+                                                  ROOT / "minijit" / "threads.py")
+    threads = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(threads)
+    return threads.usable_cpus()
 
 
 @step("Linting with ruff")
