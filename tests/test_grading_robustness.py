@@ -150,3 +150,22 @@ def test_jobs_default_is_the_usable_cpus(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         cli.main(["grade", "--help"])
     assert "its cgroup's quota included: 3)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_submission_runs_from_a_thread_that_runs_an_event_loop(tmp_path):
+    """An instructor's notebook cell runs inside an event loop, where asyncio.run refuses to
+    start: run_submission then runs in a thread of its own and grades as anywhere else."""
+    import asyncio
+
+    from minijit.grading.runner import Limits, run_submission
+
+    nb = tmp_path / "s.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "source": "x = 1", "execution_count": None,
+         "outputs": [], "metadata": {}}]}))
+
+    async def inside_a_loop():
+        return run_submission(nb, (), Limits(cell_timeout=20, timeout=60))
+
+    run = asyncio.run(inside_a_loop())
+    assert not [e for e in run.events if e.kind == "grader_error"], run.events

@@ -223,8 +223,9 @@ def test_convolve_agrees_with_numpy_for_every_pair_of_lengths(backend):
     the staged program for each. On Numba each (lengths, mode, function) is a compile of its
     own (~0.5 s: at lengths this small, sizes of 1 and sizes that coincide make the generated
     code differ; longer signals with one kernel share a compile, tests/test_shape_generic.py),
-    and that code depends on the lengths only through which is shorter (a swap, and for correlate a reversal), the padding
-    each mode adds (none, one side, equal or unequal sides) and sizes of one: the pairs in
+    and that code depends on the lengths only through which is shorter (a swap, and for
+    correlate a reversal), the padding each mode adds (none, one side, equal or unequal
+    sides) and sizes of one: the pairs in
     CONVOLVE_NUMBA_LENGTHS reach each of those: 36 compiles instead of 114."""
     rng = np.random.default_rng(1)
     for n in range(1, 6):

@@ -26,6 +26,7 @@ One idea per module:
     kernel.py     one grading kernel: start, run a cell, request, interrupt, stop
     sandbox.py    the bubblewrap sandbox each grading kernel runs in
     runner.py     one submission, whatever it does: limits, restarts, events
+    event_loop.py the runner's coroutines run from any thread (a notebook's too)
     run_result.py what a run gives back: raw results, events, status words
     scoring.py    expected values (trusted side) and points
     pool.py       the worker processes, watched: deadlines, deaths, nothing left running

@@ -37,7 +37,6 @@ never reads them. Edited or deleted check cells are reported, not needed.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import tempfile
@@ -55,6 +54,7 @@ from .channel import (
     setup_expression,
 )
 from .channel import user_expression_key as _key
+from .event_loop import run_to_the_end
 from .fast_nbformat import nbformat
 from .kernel import Kernel, first_line
 from .limits import Limits
@@ -378,7 +378,7 @@ def run_submission(path: str | os.PathLike, plan: tuple[ExercisePlan, ...],
     result = RunResult()
     start = time.monotonic()
     try:
-        asyncio.run(_run(str(path), plan, limits, result))
+        run_to_the_end(lambda: _run(str(path), plan, limits, result))
     except BaseException as exc:  # noqa: BLE001 - a row must come back whatever happened
         if isinstance(exc, KeyboardInterrupt):
             raise
