@@ -461,3 +461,16 @@ def test_a_misaligned_array_is_copied_at_the_boundary():
     f = mj.jit(lambda x: x * 2.0 + 1.0, backend="numba")
     np.testing.assert_array_equal(f(x), np.arange(6.0) * 2.0 + 1.0)
     np.testing.assert_array_equal(f(x), np.arange(6.0) * 2.0 + 1.0)  # the fast path's turn
+
+
+@pytest.mark.parametrize("perm", [(1, 0, 2), (2, 0, 1), (0, 2, 1)])
+def test_a_transpose_is_a_loop_nest(perm):
+    """Numba took 3.5 to 4.5 s to compile `a.transpose(perm)` in each new process: the
+    generated code copies with loops instead (array_rules._transposed)."""
+    x = np.arange(24.0).reshape(2, 3, 4)
+    f = mj.jit(lambda x: mnp.transpose(x, perm) * 2.0, backend="numba")
+    assert ".transpose(" not in f.lower(x).as_text()
+    np.testing.assert_array_equal(f(x), np.transpose(x, perm) * 2.0)
+    g = mj.jit(lambda x: mnp.argmax(x, axis=1), backend="numba")  # reduces a transposed copy
+    assert ".transpose(" not in g.lower(x).as_text()
+    np.testing.assert_array_equal(g(x), np.argmax(x, axis=1))

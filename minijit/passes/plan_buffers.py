@@ -42,8 +42,8 @@ from minijit.ir import ClosedJaxpr, Jaxpr, Var, subjaxprs
 from minijit.passes.fuse_elementwise import fused_p
 
 # Primitives whose result may share memory with their operand: NumPy returns views for all
-# of them, and generated code for reshape, squeeze and transpose (np.ascontiguousarray hands
-# back its operand when that is already contiguous) and for slices of whole rows.
+# of them, and generated code for reshape and squeeze and for slices of whole rows (its
+# transpose is a copy, but the interpreter's is NumPy's view).
 VIEWS = frozenset({P.reshape_p, P.squeeze_p, P.transpose_p, P.slice_p, P.rev_p,
                    P.dynamic_slice_p})
 
