@@ -12,10 +12,10 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 
 import numpy as np
 import pytest
+from test_threads import run_together
 
 import minijit as mj
 import minijit.numpy as mnp
@@ -74,33 +74,11 @@ def test_sixteen_threads_call_one_threaded_function_cold_and_warm():
     want = mj.jit(softmax, backend="numba", parallel=False)(x)
     f = mj.jit(softmax, backend="numba", parallel=True)
     for _ in range(2):  # the first round compiles (all threads at once), the second reuses
-        for got in _in_threads(16, lambda: [f(x) for _ in range(3)]):
+        for got in run_together(16, lambda i: [f(x) for _ in range(3)]):
             for r in got:
                 np.testing.assert_array_equal(r, want)
     assert f.trace_count == 1
     assert "numba.prange" in f.lower(x).as_text()
-
-
-def _in_threads(n, work):
-    """`work()`'s results in `n` threads started together; an exception in one is raised."""
-    results, errors = [None] * n, []
-    start = threading.Barrier(n)
-
-    def run(k):
-        try:
-            start.wait()
-            results[k] = work()
-        except Exception as e:  # noqa: BLE001 - raised below, in the test's thread
-            errors.append(e)
-
-    pool = [threading.Thread(target=run, args=(k,)) for k in range(n)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    if errors:
-        raise errors[0]
-    return results
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="fork is Linux's default start method")
