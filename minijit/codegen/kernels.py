@@ -326,7 +326,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     # The outer loop of a large kernel runs on Numba's threads (minijit/threads.py), when its
     # iterations write disjoint elements (a reduction only along other axes than the first);
     # a row loop (row_loops.py) threads its kernels' shared loop instead
-    threads = (out.indent == 1 and shape and not (reduction and 0 in last.params["axes"])
+    threads = (shape and not (reduction and 0 in last.params["axes"])
                and hasattr(out, "threads_for") and out.threads_for(int(np.prod(shape))))
     def loop_line(k: int) -> str:  # loop k, its size read from the arguments (`out.dim`)
         return _LOOP_SIZE.sub(lambda m: f"range({out.dim(int(m[1]))})", loops[k].strip())

@@ -139,9 +139,10 @@ class Lowering:
         self.fills: dict[int, object] = {}
 
     def threads_for(self, size: int) -> bool:
-        """Does a loop over `size` elements at the function's top level get threads?"""
-        return (self.parallel and not self.in_row_run and size >= self.PARALLEL_AT
-                and threads.available())
+        """Does a loop over `size` elements written now get threads? Only at the function's
+        top level: a loop inside a control-flow body runs once per iteration."""
+        return (self.parallel and self.indent == 1 and not self.in_row_run
+                and size >= self.PARALLEL_AT and threads.available())
 
     # -- writing
     def line(self, text: str) -> None:

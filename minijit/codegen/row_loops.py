@@ -195,7 +195,7 @@ def emit_run(lo, eqns) -> None:
     base = "    " * lo.indent
     parts = []  # per equation: [(line, its equation's description)]
     size = max(int(np.prod(_loop_shape(e)[1])) for e in eqns if _is_loop_kernel(e))
-    threaded = lo.indent == 1 and lo.threads_for(size)
+    threaded = lo.threads_for(size)
     lo.in_row_run = True  # the kernels' own loops stay serial: the row loop gets the threads
     try:
         for e in eqns:
