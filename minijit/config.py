@@ -30,6 +30,8 @@ _DEFAULTS: dict[str, Any] = {
     "profile_execution": False,  # time every call of a jitted function, for f.profile()
     # threads for large kernels: None = every usable core (minijit/threads.py), 1 = serial
     "threads": None,
+    # the language of minijit's messages to a learner: None = auto (minijit/messages.py)
+    "language": None,
 }
 
 _UNSET = object()

@@ -3,6 +3,7 @@
     python -m minijit.course.translate status [--lang zh]      # per notebook: ok/stale/missing
     python -m minijit.course.translate build [--lang zh]       # write chapters/zh/*.ipynb, ...
     python -m minijit.course.translate stub chapters/03_the_ir.ipynb [--lang zh]
+    python -m minijit.course.translate messages [--lang zh]    # the message catalogue's TODOs
 
 One translation file per English notebook, ``translations/<lang>/<folder>/<stem>.md``, holds
 one block per cell, in notebook order, each opened by a header naming the cell and the English
@@ -41,6 +42,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from minijit.grading import messages
 from minijit.grading.fast_nbformat import nbformat
 from minijit.grading.notebook import BEGIN, END, HEADER_RE, dumps, make_exercise
 
@@ -83,27 +85,12 @@ def parse(text: str, where: str = "translation") -> dict[str, Block]:
 
 
 def parse_pairs(body: str, where: str) -> list[tuple[str, str]]:
-    """``en:``/``zh:`` lines (any ``xx:`` for the language); a line indented 4 spaces
-    continues the one above (a token spanning lines)."""
-    pairs: list[list[str]] = []
-    last = None
-    for n, line in enumerate(body.split("\n"), 1):
-        if line.startswith("    ") and last is not None:
-            pairs[-1][last] += "\n" + line[4:]
-        elif re.match(r"^en: ", line):
-            pairs.append([line[4:], ""])
-            last = 0
-        elif re.match(r"^[a-z]{2}: ", line) and pairs and last == 0:
-            pairs[-1][1] = line[4:]
-            last = 1
-        elif line.strip() and not line.strip().startswith("<!--"):
-            raise TranslationError(f"{where}, line {n} of the block: expected 'en: <English "
-                                   "comment or string>' then 'zh: <its translation>', "
-                                   f"got {line!r}")
-    for en, zh in pairs:
-        if not zh:
-            raise TranslationError(f"{where}: {en!r} has no translation line under it")
-    return [(en, zh) for en, zh in pairs]
+    """A code cell's ``en:``/``zh:`` lines (the message catalogue's format,
+    :func:`minijit.grading.messages.parse_pairs`)."""
+    try:
+        return messages.parse_pairs(body, where)
+    except ValueError as exc:
+        raise TranslationError(str(exc)) from None
 
 
 def text_units(source: str) -> list[tuple[int, int, str]]:
@@ -259,12 +246,35 @@ def stub(notebook: Path, lang: str) -> Path:
     return path
 
 
+def stub_messages(lang: str) -> tuple[Path, int]:
+    """Add a ``TODO`` entry to the message catalogue for each text a learner can read that
+    has none (:func:`minijit.grading.messages.wanted_texts`); returns the file and how many."""
+    path = messages.LOCALE_DIR / f"{lang}.md"
+    text = path.read_text(encoding="utf-8") if path.exists() else (
+        f"<!-- minijit's messages in {lang}: see minijit/grading/messages.py -->\n")
+    have = dict(messages.parse_pairs(text, str(path)))
+    new = [(en, where) for en, where in messages.wanted_texts().items() if en not in have]
+    lines, last = [], None
+    for en, where in new:
+        if where != last:
+            lines.append(f"\n<!-- {where} -->")
+            last = where
+        lines.append(f"en: {en}\n{lang}: {messages.TODO}")
+    path.write_text(text.rstrip("\n") + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    messages.catalogue.cache_clear()
+    return path, len(new)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minijit.course.translate")
-    parser.add_argument("command", choices=("status", "build", "stub"))
+    parser.add_argument("command", choices=("status", "build", "stub", "messages"))
     parser.add_argument("notebook", nargs="?", help="for stub: the English notebook")
     parser.add_argument("--lang", default="zh")
     args = parser.parse_args(argv)
+    if args.command == "messages":
+        path, added = stub_messages(args.lang)
+        print(f"{path.relative_to(ROOT)}: {added} new entries marked {messages.TODO}")
+        return 0
     if args.command == "stub":
         if not args.notebook or not Path(args.notebook).is_file():
             parser.error("stub needs an English notebook, e.g. chapters/03_the_ir.ipynb")

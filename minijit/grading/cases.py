@@ -8,7 +8,8 @@ short phrase such as "a loop body" (:func:`category_of`), never their inputs or 
 Hints come in three tiers, shown one after another (see :mod:`minijit.grading.checking`):
 the *section* of the chapter to reread (from ``Exercise.section``), the *pitfall* (what
 usually goes wrong, in words), and the *code* hint (an API call or a shape of the fix, never
-the solution: ``Hint.code``). The pitfall is chosen by the failure: the raised error's entry
+the solution: ``Hint.code``); their text is shown in the course's language
+(:mod:`minijit.messages`). The pitfall is chosen by the failure: the raised error's entry
 in ``error_hints``, the case's own hint, the exercise's ``case_hints`` entry for the case's
 name or category, and only then the exercise's general ``hint``. A plain string where a
 :class:`Hint` is expected is the pitfall.
@@ -32,6 +33,7 @@ from typing import Any
 
 # compare and describe are used with the case model everywhere (checking, scoring, feedback)
 from .comparing import compare, describe, error_of  # noqa: F401
+from .messages import language, tr, translate
 
 Probe = Callable[..., Any]
 
@@ -162,11 +164,13 @@ class Exercise:
         found = [as_hint(self.error_hints.get(raised)) if raised else None,
                  as_hint(case.hint), *keyed, as_hint(self.hint)]
         found = [h for h in found if h is not None]
-        tiers = {SECTION: f"chapters/{self.chapter}.ipynb, section \u201c{self.section}\u201d",
-                 PITFALL: found[0].pitfall}
+        lang = language()
+        tiers = {SECTION: tr("chapters/{chapter}.ipynb, section \u201c{section}\u201d", lang,
+                             chapter=self.chapter, section=translate(self.section, lang)),
+                 PITFALL: translate(found[0].pitfall, lang)}
         code = next((h.code for h in found if h.code), None)
         if code:
-            tiers[CODE] = code
+            tiers[CODE] = translate(code, lang)
         return tiers
 
     def category_hint(self, category: str) -> Hint | None:
@@ -183,7 +187,7 @@ class Exercise:
         ``specific`` as for :meth:`hint_tiers`.
         """
         tiers = self.hint_tiers(case, got, specific)
-        reread = f"Reread {tiers[SECTION]}."
+        reread = tr("Reread {section}.", section=tiers[SECTION])
         if tier == SECTION:
             return reread
         parts = [tiers[PITFALL]]
@@ -246,7 +250,7 @@ def count_categories(cases: Iterable[Case]) -> str:
     counts: dict[str, int] = {}
     for case in cases:
         counts[category_of(case)] = counts.get(category_of(case), 0) + 1
-    return ", ".join(f"{c} ({n})" for c, n in counts.items())
+    return ", ".join(f"{translate(c)} ({n})" for c, n in counts.items())
 
 
 def raises(error_type: str) -> dict:

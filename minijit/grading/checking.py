@@ -70,6 +70,7 @@ from .cases import (
     not_attempted,
     not_own,
 )
+from .messages import language, tr, translate
 from .probing import ProbeTimeLimit, error_data, minijits_own_pieces, run_probe
 
 GRADING_ENV = "MINIJIT_GRADING"
@@ -123,6 +124,7 @@ class CheckReport:
     tier: str | None = None
     attempted: bool = True
     code_withheld: bool = False
+    lang: str = "en"  # the language it is shown in (minijit.messages)
 
     @property
     def passed(self) -> int:
@@ -132,26 +134,29 @@ class CheckReport:
     def all_passed(self) -> bool:
         return self.passed == len(self.rows)
 
+    def _t(self, english: str, **fields: Any) -> str:
+        return tr(english, self.lang, **fields)
+
     def _summary(self) -> str:
-        ex = self.exercise
-        mark = "all public cases pass" if self.all_passed else "some public cases fail"
-        unit = "point" if ex.points == 1 else "points"
-        return (f"{ex.id} ({ex.points:g} {unit}): {self.passed}/{len(self.rows)} public "
-                f"cases pass - {mark}. The grader also runs hidden cases.")
+        ex, t = self.exercise, self._t
+        mark = t("all public cases pass") if self.all_passed else t("some public cases fail")
+        unit = t("point") if ex.points == 1 else t("points")
+        return t("{id} ({points} {unit}): {passed}/{total} public cases pass - {mark}. The "
+                 "grader also runs hidden cases.", id=ex.id, points=f"{ex.points:g}",
+                 unit=unit, passed=self.passed, total=len(self.rows), mark=mark)
 
     def __str__(self) -> str:
+        t = self._t
+        labels = {k: t(k) for k in ("expected", "got", "why", "hint", "code")}
+        width = max(map(len, labels.values())) + 1
         lines = [self._summary()]
         for r in self.rows:
-            lines.append(f"  [{'PASS' if r.passed else 'FAIL'}] {r.name}")
+            lines.append(f"  [{'PASS' if r.passed else 'FAIL'}] {translate(r.name, self.lang)}")
             if not r.passed:
-                lines.append(f"      expected: {describe(r.expected)}")
-                lines.append(f"      got:      {describe(r.got)}")
-                if r.reason:
-                    lines.append(f"      why:      {r.reason}")
-                if PITFALL in r.hints:
-                    lines.append(f"      hint:     {r.hints[PITFALL]}")
-                if CODE in r.hints:
-                    lines.append(f"      code:     {r.hints[CODE]}")
+                shown = [("expected", describe(r.expected)), ("got", describe(r.got)),
+                         ("why", r.reason and translate(r.reason, self.lang)),
+                         ("hint", r.hints.get(PITFALL)), ("code", r.hints.get(CODE))]
+                lines += [f"      {(labels[k] + ':').ljust(width)} {v}" for k, v in shown if v]
         lines += [f"  {line}" for line in self._footer()]
         return "\n".join(lines)
 
@@ -160,36 +165,39 @@ class CheckReport:
         if self.tier is None:
             return []
         section = next((r.hints[SECTION] for r in self.rows if SECTION in r.hints), "")
-        ex_id = self.exercise.id
+        ex_id, t = self.exercise.id, self._t
         if not self.attempted:
-            return [f"Not attempted yet: read {section}, then replace the "
-                    "raise NotImplementedError(...) line(s) with your code and run the cell."]
-        out = [f"Reread {section}."]
+            return [t("Not attempted yet: read {section}, then replace the raise "
+                      "NotImplementedError(...) line(s) with your code and run the cell.",
+                      section=section)]
+        out = [t("Reread {section}.", section=section)]
         if self.code_withheld:
-            out.append(f"Still stuck? check(\"{ex_id}\", hint=True), in a new cell, shows a "
-                       "code-level hint (so does the next failed check).")
+            out.append(t("Still stuck? check(\"{id}\", hint=True), in a new cell, shows a "
+                         "code-level hint (so does the next failed check).", id=ex_id))
         return out
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        esc = html.escape
+        esc, t = html.escape, self._t
         colour = "#1a7f37" if self.all_passed else "#cf222e"
         out = [f'<div class="minijit-check"><p style="color:{colour};font-weight:bold">'
                f"{esc(self._summary())}</p>",
-               '<table><thead><tr><th>case</th><th>result</th><th>expected</th>'
-               "<th>got</th></tr></thead><tbody>"]
+               "<table><thead><tr>" + "".join(f"<th>{esc(t(h))}</th>" for h in (
+                   "case", "result", "expected", "got")) + "</tr></thead><tbody>"]
         for r in self.rows:
-            verdict = "\u2714 pass" if r.passed else "\u2718 fail"  # in every common font
-            out.append(f"<tr><td><code>{esc(r.name)}</code></td><td>{verdict}</td>"
+            # the marks are in every common font
+            verdict = "\u2714 " + t("pass") if r.passed else "\u2718 " + t("fail")
+            name = translate(r.name, self.lang)
+            out.append(f"<tr><td><code>{esc(name)}</code></td><td>{esc(verdict)}</td>"
                        f"<td><code>{esc(describe(r.expected))}</code></td>"
                        f"<td><code>{esc(describe(r.got))}</code></td></tr>")
             if not r.passed:
-                detail = esc(r.reason or "")
+                detail = esc(translate(r.reason or "", self.lang))
                 if PITFALL in r.hints:
-                    detail += f"<br><b>Hint:</b> {esc(r.hints[PITFALL])}"
+                    detail += f"<br><b>{esc(t('Hint:'))}</b> {esc(r.hints[PITFALL])}"
                 if CODE in r.hints:
-                    detail += f"<br><b>Code hint:</b> {esc(r.hints[CODE])}"
+                    detail += f"<br><b>{esc(t('Code hint:'))}</b> {esc(r.hints[CODE])}"
                 out.append(f'<tr><td></td><td colspan="3" style="text-align:left">{detail}'
                            "</td></tr>")
         out.append("</tbody></table>")
@@ -313,7 +321,7 @@ def run_public_cases(exercise: Exercise, ns: Mapping[str, Any], *, hint: bool = 
             hints = {t: text for t, text in tiers.items() if t in shown}
             withheld = withheld or (CODE in tiers and CODE not in hints and attempted)
         rows.append(CaseRow(case.name, reason is None, expected, got, reason, hints))
-    return CheckReport(exercise, tuple(rows), tier, attempted, withheld)
+    return CheckReport(exercise, tuple(rows), tier, attempted, withheld, language())
 
 
 def public_expected(exercises: Mapping[str, Exercise], exercise_id: str,

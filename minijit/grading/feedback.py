@@ -28,9 +28,11 @@ from __future__ import annotations
 import re
 
 from .cases import category_of, count_categories, describe
+from .messages import tr, translate
 from .run_result import NOTE
 from .scoring import OUTCOME_WORDS, ExerciseScore, FailedCase, Row
 
+HEADINGS = ("exercise", "points", "public cases", "hidden cases")  # of the scores table
 # scoring's reason for a case whose result is missing from a kernel's answer
 NO_RESULT = "no result came back"
 LIMIT = 2000  # characters of one message, reason or hint
@@ -113,14 +115,14 @@ def hidden_summary(sc: ExerciseScore) -> tuple[str, list[tuple[str, str]]] | Non
     only when some case passed (``sc.specific``): when all failed, none is the cause."""
     if not sc.failed_hidden or sc.outcome != "ran":
         return None
-    text = (f"{len(sc.failed_hidden)} of {sc.hidden[1]} hidden cases failed: "
-            f"{count_categories(sc.failed_hidden)} (their inputs are not shown; test your "
-            "code beyond the public cases).")
+    text = tr("{failed} of {total} hidden cases failed: {categories} (their inputs are not "
+              "shown; test your code beyond the public cases).", failed=len(sc.failed_hidden),
+              total=sc.hidden[1], categories=count_categories(sc.failed_hidden))
     hints = []
     for category in dict.fromkeys(map(category_of, sc.failed_hidden)) if sc.specific else ():
         hint = sc.exercise.category_hint(category)
         if hint is not None:
-            hints.append((category, hint.pitfall))
+            hints.append((translate(category), translate(hint.pitfall)))
     return text, hints
 
 
@@ -133,9 +135,14 @@ def total_words(row: Row) -> str:
     adjustments below)``."""
     final = getattr(row, "final_total", None)
     if final is None:
-        return f"{num(row.total)} / {num(row.max_total)} points"
-    return (f"{num(final)} / {num(row.max_total)} points ({num(row.total)} before the "
-            "adjustments below)")
+        return tr("{total} / {max} points", total=num(row.total), max=num(row.max_total))
+    return tr("{total} / {max} points ({before} before the adjustments below)",
+              total=num(final), max=num(row.max_total), before=num(row.total))
+
+
+def outcome_words(outcome: str) -> str:
+    """Why an exercise was not graded further, in words."""
+    return translate(OUTCOME_WORDS.get(outcome, outcome))
 
 
 # ------------------------------------------------------------------------------------------
@@ -146,16 +153,17 @@ def total_words(row: Row) -> str:
 def feedback_markdown(row: Row) -> str:
     """The feedback as Markdown (see the module docstring for what is shown and escaped).
     A build piece that is minijit's own code gets that one line."""
-    lines = [f"# Feedback: {md_text(row.student, 200)}", "",
-             f"**Total: {total_words(row)}.** Status: {md_code(row.status)}.", ""]
+    lines = [tr("# Feedback: {name}", name=md_text(row.student, 200)), "",
+             tr("**Total: {total}.** Status: {status}.", total=total_words(row),
+                status=md_code(row.status)), ""]
     for title, texts in (("What happened when your notebook ran", shown_events(row)),
                          ("Adjustments", adjustments(row))):
         if texts:
-            lines += [f"## {title}", ""]
+            lines += [f"## {tr(title)}", ""]
             for text in texts:
                 lines += md_item(0, "", text)
             lines.append("")
-    lines += ["| exercise | points | public cases | hidden cases |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(map(tr, HEADINGS)) + " |", "|---|---|---|---|"]
     for sc in row.scores.values():
         lines.append(f"| {md_text(sc.exercise.id, 200)} | {num(sc.points)} / "
                      f"{num(sc.exercise.points)} | {sc.public[0]}/{sc.public[1]} | "
@@ -167,24 +175,29 @@ def feedback_markdown(row: Row) -> str:
 
 
 def _exercise_lines(sc: ExerciseScore) -> list[str]:
-    lines = [f"## {md_text(sc.exercise.id, 200)}: {md_text(sc.exercise.title, 200)}", ""]
+    lines = [f"## {md_text(sc.exercise.id, 200)}: {md_text(translate(sc.exercise.title), 200)}",
+             ""]
     if sc.outcome != "ran":
-        lines.append(f"Not graded further: {OUTCOME_WORDS.get(sc.outcome, sc.outcome)}.")
+        lines.append(tr("Not graded further: {why}.", why=outcome_words(sc.outcome)))
         lines.append("")
     if sc.not_own:
-        return lines + md_item(0, "Every case failed: ", f"{sc.not_own}.")
+        return lines + md_item(0, tr("Every case failed:") + " ", f"{translate(sc.not_own)}.")
     for fc in sc.failed_public:
-        head = f"**{md_text(fc.name, 200)}**: expected {md_code(describe(fc.expected))}"
+        head = tr("**{name}**: expected {expected}", name=md_text(translate(fc.name), 200),
+                  expected=md_code(describe(fc.expected)))
         missing = no_result(sc, fc)
         if missing:
-            lines += md_item(0, f"{head}; no result: {md_text(missing)}.")
+            lines += md_item(0, tr("{head}; no result: {why}.", head=head,
+                                   why=md_text(translate(missing))))
         else:
-            lines += md_item(0, f"{head}, got {md_code(describe(fc.got))}.")
-            lines += md_item(2, "Why: ", fc.reason)
-        lines += md_item(2, "Hint: ", fc.hint)
+            lines += md_item(0, tr("{head}, got {got}.", head=head,
+                                   got=md_code(describe(fc.got))))
+            lines += md_item(2, tr("Why:") + " ", translate(fc.reason))
+        lines += md_item(2, tr("Hint:") + " ", fc.hint)
     summary = hidden_summary(sc)
     if summary:  # one line: its categories are the exercise's words, not a submission's
         lines.append(f"- {md_text(summary[0])}")
         for category, hint in summary[1]:
-            lines += md_item(2, f"Hint for {md_text(category, 200)}: ", hint)
+            lines += md_item(2, tr("Hint for {category}:", category=md_text(category, 200)) + " ",
+                             hint)
     return lines

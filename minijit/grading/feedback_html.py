@@ -27,18 +27,21 @@ from pathlib import Path
 
 from .cases import describe
 from .feedback import (
+    HEADINGS,
     adjustments,
     clean,
     feedback_markdown,
     hidden_summary,
     no_result,
     num,
+    outcome_words,
     shown_events,
     total_words,
 )
 from .files import replace_file
+from .messages import language, tr, translate
 from .notebook import check_call, exercise_header
-from .scoring import OUTCOME_WORDS, ExerciseScore, Row
+from .scoring import ExerciseScore, Row
 from .submissions import code_sources
 
 MAX_NOTEBOOK_BYTES = 8 * 2**20
@@ -70,16 +73,16 @@ def _code(text: object) -> str:
 def feedback_html(row: Row) -> str:
     """The feedback page of ``row`` (see the module docstring)."""
     name = escape(clean(row.student, 200))
-    body = [f"<h1>Feedback: {name}</h1>",
-            f"<p><strong>Total: {escape(total_words(row))}.</strong> "
-            f"Status: {_code(row.status)}.</p>"]
+    body = [f"<h1>{tr('Feedback: {name}', name=name)}</h1>",
+            "<p>" + tr("<strong>Total: {total}.</strong> Status: {status}.",
+                       total=escape(total_words(row)), status=_code(row.status)) + "</p>"]
     for title, texts in (("What happened when your notebook ran", shown_events(row)),
                          ("Adjustments", adjustments(row))):
         if texts:
-            body += [f"<h2>{title}</h2>", "<ul>", *(f"<li>{_t(t)}</li>" for t in texts),
+            body += [f"<h2>{tr(title)}</h2>", "<ul>", *(f"<li>{_t(t)}</li>" for t in texts),
                      "</ul>"]
-    body += ["<table><thead><tr><th>exercise</th><th>points</th><th>public cases</th>"
-             "<th>hidden cases</th></tr></thead><tbody>"]
+    body += ["<table><thead><tr>" + "".join(f"<th>{tr(h)}</th>" for h in HEADINGS)
+             + "</tr></thead><tbody>"]
     for sc in row.scores.values():
         body.append(f"<tr><td>{_t(sc.exercise.id, 200)}</td><td>{num(sc.points)} / "
                     f"{num(sc.exercise.points)}</td><td>{sc.public[0]}/{sc.public[1]}</td>"
@@ -89,9 +92,10 @@ def feedback_html(row: Row) -> str:
     for sc in row.scores.values():
         body += _exercise(sc, answers.get(sc.exercise.id, []))
     return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        "<!DOCTYPE html>", f'<html lang="{language()}">', "<head>", '<meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        f"<title>Feedback: {name}</title>", f"<style>{STYLE}</style>", "</head>", "<body>",
+        f"<title>{tr('Feedback: {name}', name=name)}</title>", f"<style>{STYLE}</style>",
+        "</head>", "<body>",
         *body, "</body>", "</html>", ""])
 
 
@@ -99,34 +103,39 @@ def _exercise(sc: ExerciseScore, cells: list[str]) -> list[str]:
     ex = sc.exercise
     full = sc.points == ex.points
     out = ["<section>", f'<h2 class="{"full" if full else "lost"}">{_t(ex.id, 200)}: '
-                        f"{_t(ex.title, 200)}</h2>"]
+                        f"{_t(translate(ex.title), 200)}</h2>"]
     if full:
-        out.append("<p>Every case passed.</p>")
+        out.append(f"<p>{tr('Every case passed.')}</p>")
     elif sc.outcome != "ran":
-        out.append(f"<p>Not graded further: {OUTCOME_WORDS.get(sc.outcome, sc.outcome)}.</p>")
+        why = escape(outcome_words(sc.outcome))
+        out.append(f"<p>{tr('Not graded further: {why}.', why=why)}</p>")
     if sc.not_own:
-        out.append(f"<p>Every case failed: {_t(sc.not_own)}.</p>")
+        out.append(f"<p>{tr('Every case failed:') + ' '}{_t(translate(sc.not_own))}.</p>")
     elif sc.failed_public:
         out.append("<ul>")
         for fc in sc.failed_public:
-            head = f"<strong>{_t(fc.name, 200)}</strong>: expected {_code(describe(fc.expected))}"
+            head = tr("<strong>{name}</strong>: expected {expected}",
+                      name=_t(translate(fc.name), 200), expected=_code(describe(fc.expected)))
             missing = no_result(sc, fc)
             if missing:
-                out.append(f"<li>{head}; no result: {_t(missing)}.<ul>")
+                out.append("<li>" + tr("{head}; no result: {why}.", head=head,
+                                       why=_t(translate(missing))) + "<ul>")
             else:
-                out.append(f"<li>{head}, got {_code(describe(fc.got))}.<ul>"
-                           f"<li>Why: {_t(fc.reason)}</li>")
-            out.append(f"<li>Hint: {_t(fc.hint)}</li></ul></li>")
+                out.append("<li>" + tr("{head}, got {got}.", head=head,
+                                       got=_code(describe(fc.got))) + "<ul>"
+                           f"<li>{tr('Why:') + ' '}{_t(translate(fc.reason))}</li>")
+            out.append(f"<li>{tr('Hint:') + ' '}{_t(fc.hint)}</li></ul></li>")
         out.append("</ul>")
     summary = None if sc.not_own else hidden_summary(sc)
     if summary:
         out.append(f"<p>{_t(summary[0])}</p>")
         if summary[1]:
-            out += ["<ul>", *(f"<li>Hint for {_t(c, 200)}: {_t(h)}</li>" for c, h in summary[1]),
-                    "</ul>"]
+            out += ["<ul>", *("<li>" + tr("Hint for {category}:", category=_t(c, 200)) + " "
+                              + f"{_t(h)}</li>" for c, h in summary[1]), "</ul>"]
     if cells:
-        out += [f"<details><summary>Your answer ({len(cells)} "
-                f"cell{'s' if len(cells) > 1 else ''})</summary>",
+        answer = (tr("Your answer ({n} cells)", n=len(cells)) if len(cells) > 1
+                  else tr("Your answer (1 cell)"))
+        out += [f"<details><summary>{answer}</summary>",
                 *(f"<pre><code>{escape(clean(c, MAX_CELL_CHARS))}</code></pre>" for c in cells),
                 "</details>"]
     return out + ["</section>"]
