@@ -221,10 +221,18 @@ def _glossary() -> list[tuple[list[str], list[str]]]:
 
 def _mentions(english: str, forms: list[str]) -> str | None:
     prose = re.sub(r"`[^`]*`", " ", english)  # code spans hold code names, not terms
+    if re.match(r"[rRbB]?[fF][rR]?['\"]", english):  # an f-string's {fields} hold code too
+        prose = re.sub(r"\{[^{}]*\}", " ", prose)
     for form in forms:
         if re.search(rf"(?<![\w.]){re.escape(form)}(?![\w(])", prose, re.I):
             return form
     return None
+
+
+def test_glossary_skips_the_code_of_fstring_fields():
+    assert _mentions('f"bytes: {traffic(traced)}"', ["traced"]) is None
+    assert _mentions('f"the traced program: {x}"', ["traced"]) == "traced"
+    assert _mentions('"the {traced} program"', ["traced"]) == "traced"  # a plain string's text
 
 
 def test_glossary_terms_are_used():
