@@ -18,13 +18,16 @@ nothing.
 
 `lab` serves the repository root (so `chapters/` and `exercises/` are both in reach), opens
 chapters/00_welcome.ipynb, and prints a URL, token included, that opens it directly: the one
-to use without a browser on this machine (over SSH, in a container). Further arguments go to
-JupyterLab (`python3 course.py lab --no-browser --port 8899`).
+to use without a browser on this machine (over SSH, in a container). `lab --lang zh` opens the
+Chinese course, chapters/zh/00_welcome.ipynb, and installs a Chinese font for its plots where
+it can (as root with apt-get). Further arguments go to JupyterLab (`python3 course.py lab
+--no-browser --port 8899`).
 
 `test` passes any further arguments on to pytest (`python3 course.py test -k dtype -x`).
 Browser tests need Chromium at /usr/bin/chromium, and the grader's sandbox tests need
-bubblewrap (`bwrap`): when one is missing and we run as root on a Debian-like system, `test`
-installs it with apt-get; otherwise those tests are skipped, saying why.
+bubblewrap (`bwrap`), and the Chinese course's tests a Chinese font (`fonts-noto-cjk`): when
+one is missing and we run as root on a Debian-like system, `test` installs it with apt-get;
+otherwise those tests are skipped, saying why.
 
 `grade` passes its arguments on to `python -m minijit.grading grade`, run from the current
 folder (`python3 course.py grade submissions/ --out gradebook.csv`). The grader runs every
@@ -62,6 +65,7 @@ VENV = ROOT / ".venv"
 STAMP = VENV / "minijit-install.sha256"
 PYPROJECT = ROOT / "pyproject.toml"
 FIRST_CHAPTER = "chapters/00_welcome.ipynb"
+LANGUAGES = {"en": "chapters", "zh": "chapters/zh"}  # --lang: the folder of the chapters
 LINT_TARGETS = ("minijit", "tests", "benchmarks", "course.py")
 CHROMIUM = Path("/usr/bin/chromium")
 BWRAP = Path("/usr/bin/bwrap")
@@ -318,6 +322,32 @@ def install_chromium() -> None:
     apt_get_install("chromium")
 
 
+def cjk_font_found() -> bool:
+    """Whether fontconfig knows a Chinese font (what Chromium and the course's plots use)."""
+    if shutil.which("fc-list") is None:
+        return False
+    out = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True)
+    return bool(out.stdout.strip())
+
+
+def ensure_cjk_font(required: bool) -> None:
+    """Install Debian's Noto CJK fonts for the Chinese course if possible (`test`: its
+    browser and plot tests check that Chinese renders; `lab --lang zh`: readable plots)."""
+    problem = system_package(cjk_font_found, "fonts-noto-cjk", install_cjk_font)
+    if problem is None:
+        return
+    say(f"No Chinese font: {problem}")
+    say("  Chinese plot labels will show as boxes" + (
+        "; the tests that check Chinese text renders will be skipped." if required else "."))
+    say("  To install one: sudo apt-get install -y fonts-noto-cjk (Debian/Ubuntu); macOS and "
+        "Windows have one already.")
+
+
+@step("Installing the Noto CJK fonts with apt-get for the Chinese course")
+def install_cjk_font() -> None:
+    apt_get_install("fonts-noto-cjk")
+
+
 def bubblewrap_found() -> bool:
     return BWRAP.exists() or shutil.which("bwrap") is not None
 
@@ -390,12 +420,34 @@ def run_pytest(extra_args: list[str]) -> int:
 # --- lab ----------------------------------------------------------------------------------------
 
 
-def lab_command(extra_args: list[str]) -> list:
-    """JupyterLab serving the repository root, opening the first chapter.
+def first_chapter(lang: str = "en") -> str:
+    return f"{LANGUAGES[lang]}/{Path(FIRST_CHAPTER).name}"
+
+
+def split_lang(extra_args: list[str]) -> tuple[str, list[str]]:
+    """`--lang zh` (or `--lang=zh`) taken out of `lab`'s arguments: (language, the rest)."""
+    rest, lang, args = [], "en", iter(extra_args)
+    for arg in args:
+        if arg == "--lang":
+            lang = next(args, "")
+        elif arg.startswith("--lang="):
+            lang = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    if lang not in LANGUAGES:
+        raise SystemExit(f"course.py lab: --lang must be one of {', '.join(LANGUAGES)}, "
+                         f"not {lang!r}")
+    return lang, rest
+
+
+def lab_command(extra_args: list[str], lang: str = "en") -> list:
+    """JupyterLab serving the repository root, opening the first chapter (of the course in
+    `lang`: `chapters/zh/00_welcome.ipynb` for "zh").
 
     `python -m jupyterlab`, not the `jupyter` launcher: the server is then the process started
     here, so its runtime file is jpserver-<that pid>.json."""
-    target = [FIRST_CHAPTER] if (ROOT / FIRST_CHAPTER).exists() else []
+    first = first_chapter(lang)
+    target = [first] if (ROOT / first).exists() else []
     # Jupyter refuses to start as root (common in containers) unless told it is deliberate.
     root_flag = ["--allow-root"] if running_as_root() else []
     return [
@@ -424,9 +476,9 @@ def jupyter_runtime_dir() -> Path | None:
     return Path(out.stdout.strip()) if out.stdout.strip() else None
 
 
-def course_url(info: dict) -> str:
+def course_url(info: dict, lang: str = "en") -> str:
     """The URL that opens the first chapter, from a server's runtime info (jpserver-PID.json)."""
-    url = info["url"].rstrip("/") + "/lab/tree/" + quote(FIRST_CHAPTER)
+    url = info["url"].rstrip("/") + "/lab/tree/" + quote(first_chapter(lang))
     return url + ("?token=" + quote(info["token"]) if info.get("token") else "")
 
 
@@ -442,7 +494,8 @@ def answers(url: str) -> bool:
 
 
 def wait_for_lab(
-    proc: subprocess.Popen, runtime_dir: Path | None, timeout_s: float = LAB_START_S
+    proc: subprocess.Popen, runtime_dir: Path | None, timeout_s: float = LAB_START_S,
+    lang: str = "en",
 ) -> str | None:
     """The course's URL once JupyterLab (`proc`) serves it; None if it exits or never does."""
     if runtime_dir is None:
@@ -459,15 +512,15 @@ def wait_for_lab(
         if info.get("token"):
             status += "?token=" + quote(info["token"])
         if info.get("secure") or answers(status):
-            return course_url(info)
+            return course_url(info, lang)
         time.sleep(0.2)
     return None
 
 
-def announce_lab(url: str | None) -> None:
+def announce_lab(url: str | None, lang: str = "en") -> None:
     if url is None:
         say("Could not read JupyterLab's address; use the URL it printed above, then open")
-        say(f"{FIRST_CHAPTER} in its file browser.")
+        say(f"{first_chapter(lang)} in its file browser.")
         return
     port = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[-1]
     say("The course is open in JupyterLab. If no browser window opened, open this URL:")
@@ -479,8 +532,11 @@ def announce_lab(url: str | None) -> None:
 
 
 def cmd_lab(extra_args: list[str]) -> int:
+    lang, extra_args = split_lang(extra_args)
     setup(COURSE_EXTRAS)
-    cmd = lab_command(extra_args)
+    if lang == "zh":
+        ensure_cjk_font(required=False)
+    cmd = lab_command(extra_args, lang)
     runtime_dir = jupyter_runtime_dir()
     say("Starting JupyterLab; to stop it, press Ctrl-C in this terminal twice.")
     # Leave Ctrl-C to Jupyter, which asks to confirm and then shuts its kernels down cleanly.
@@ -490,9 +546,9 @@ def cmd_lab(extra_args: list[str]) -> int:
     proc = subprocess.Popen([str(part) for part in cmd], cwd=ROOT)
     # `kill` of this process stops JupyterLab the same way, kernels included.
     signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
-    url = wait_for_lab(proc, runtime_dir)
+    url = wait_for_lab(proc, runtime_dir, lang=lang)
     if proc.poll() is None:  # not when it failed to start, or was stopped meanwhile
-        announce_lab(url)
+        announce_lab(url, lang)
     return proc.wait()
 
 
@@ -507,6 +563,7 @@ def cmd_setup(_extra_args: list[str]) -> int:
 def cmd_test(extra_args: list[str]) -> int:
     setup(TEST_EXTRAS)
     ensure_chromium()
+    ensure_cjk_font(required=True)
     ensure_bubblewrap()
     lint_status = lint()
     test_status = run_pytest(extra_args)

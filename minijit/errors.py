@@ -238,8 +238,26 @@ def leaving_minijit(e: Exception, caller) -> None:
     """Called by a boundary as `e` leaves it for `caller` (a frame): if no boundary is further
     out, hide minijit's frames. A hot entry point (calling a jitted function) does this in its
     own `except` clause instead of paying for a wrapper, and registers with `boundary_code`."""
-    if _filtering_enabled() and not _inside_a_boundary(caller):
+    if _inside_a_boundary(caller):
+        return
+    _add_translation(e)  # first, so that it comes right under the message
+    if _filtering_enabled():
         _hide_internal_frames(e)
+
+
+def _add_translation(e: BaseException) -> None:
+    """In a course language other than English, a note under minijit's message saying the
+    same in that language (:mod:`minijit.grading.messages`); the message itself stays
+    English, as JAX's, so it can still be searched for."""
+    from minijit.grading.messages import language, translate
+
+    lang = language()
+    if lang == "en" or not hasattr(e, "add_note") or not e.args:
+        return
+    message = str(e)
+    said = translate(message, lang)
+    if said != message and said not in getattr(e, "__notes__", ()):
+        e.add_note(said)
 
 
 _BOUNDARY_CODES = {api_boundary(lambda: None).__code__}

@@ -104,6 +104,41 @@ def test_release_has_what_learners_need(release):
         modules + ["__init__.py"])
 
 
+def test_english_release_has_no_chinese_notebooks(release):
+    assert not (release / "chapters" / "zh").exists()
+    assert not (release / "exercises" / "zh").exists()
+
+
+def test_chinese_release_has_the_chinese_course(tmp_path):
+    """``release --lang zh``: chapters/zh/ as committed, exercises/zh/ made from
+    solutions/zh/ (the committed ones), no English notebook, the same exercises checked."""
+    from minijit.grading import fast_nbformat
+    from minijit.grading.notebook import check_call
+
+    out = tmp_path / "zh"
+    assert write_release(out, lang="zh") == []
+    chapters = sorted(p.name for p in (REPO / "chapters" / "zh").glob("*.ipynb"))
+    assert chapters and sorted(p.name for p in (out / "chapters" / "zh").iterdir()) == chapters
+    for name in chapters:
+        assert (out / "chapters/zh" / name).read_bytes() == (REPO / "chapters/zh" / name
+                                                             ).read_bytes()
+    assert not list((out / "chapters").glob("*.ipynb"))
+    assert not list((out / "exercises").glob("*.ipynb"))
+    wanted = render_exercises(REPO / "solutions" / "zh")
+    assert sorted(p.name for p in (out / "exercises" / "zh").iterdir()) == sorted(wanted)
+    for name, text in wanted.items():
+        assert (out / "exercises/zh" / name).read_text() == text
+        assert (REPO / "exercises/zh" / name).read_text() == text  # committed, up to date
+
+        def checked(path):
+            nb = fast_nbformat.nbformat.read(str(path), as_version=4)
+            return [check_call(c.source) for c in nb.cells if c.cell_type == "code"]
+
+        assert checked(out / "exercises/zh" / name) == checked(REPO / "exercises" / name)
+    if (REPO / "README.zh.md").exists():
+        assert (out / "README.zh.md").is_file()
+
+
 def test_release_leaves_out_what_learners_must_not_get(release):
     for name in ("solutions", "tests", "benchmarks", ".ci", ".venv", ".git"):
         assert not (release / name).exists(), name

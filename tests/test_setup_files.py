@@ -391,6 +391,21 @@ def test_lab_serves_the_repository_root_and_opens_the_first_chapter():
     assert cmd[-3:] == ["--no-browser", "--port", "8899"]
 
 
+def test_lab_lang_zh_opens_the_chinese_course():
+    course = import_course()
+    lang, rest = course.split_lang(["--no-browser", "--lang", "zh", "--port", "8899"])
+    assert (lang, rest) == ("zh", ["--no-browser", "--port", "8899"])
+    assert course.split_lang(["--lang=zh"]) == ("zh", [])
+    assert course.split_lang([]) == ("en", [])
+    with pytest.raises(SystemExit, match="--lang must be one of en, zh"):
+        course.split_lang(["--lang", "fr"])
+    cmd = [str(part) for part in course.lab_command(rest, lang)]
+    first = "chapters/zh/00_welcome.ipynb"
+    assert first in cmd and (ROOT / first).exists()
+    url = course.course_url({"url": "http://localhost:8888/", "token": "t"}, "zh")
+    assert url == "http://localhost:8888/lab/tree/chapters/zh/00_welcome.ipynb?token=t"
+
+
 def test_the_course_url_opens_the_first_chapter_with_the_token():
     course = import_course()
     info = {"url": "http://localhost:8888/", "token": "abc"}

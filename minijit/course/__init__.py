@@ -39,7 +39,9 @@ import it from its own module (`from minijit.course.crossover import draw_crosso
 - `capstone`: the learner's logsumexp on their logaddexp, read from exercise notebook 10, the
   pieces each stage called, and a pass-by-pass stepper over a recorded run (10);
 - `softplus`: the learner's Numba rule for softplus, read from exercise notebook 09, and the
-  generated lines it wrote (10).
+  generated lines it wrote (10);
+- `fonts`: a Chinese font behind matplotlib's default, used when the course language is
+  Chinese (every chapter that plots imports this package).
 """
 
 from minijit.course.draw import draw_fusion, draw_jaxpr, draw_pipeline, group_colour
@@ -68,6 +70,12 @@ from minijit.course.views import (
     stages_table,
 )
 from minijit.course.xla import Kernel, xla_kernels
+from minijit.grading.messages import language
+
+if language() == "zh":
+    from minijit.course.fonts import use_cjk_font
+
+    use_cjk_font()
 
 __all__ = [
     "beside", "beside_html", "count_eqns", "describe", "draw_fusion", "draw_jaxpr",

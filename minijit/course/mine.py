@@ -13,7 +13,7 @@ the learner's code. For each piece in `WRITTEN_BY` that minijit has registered:
 1. the notebook is the piece's chapter (`build.PIECES[name].chapter`) in the `exercises/`
    folder of the course: the nearest folder at or above the current directory (chapters run
    in `chapters/`) that holds both `exercises/` and `chapters/`, never the home folder itself
-   or anything above it;
+   or anything above it; in the Chinese course (`chapters/zh/`), its `exercises/zh/`;
 2. its first code cell (the imports, by the exercise notebooks' layout) and the exercise's
    own cell (`# EXERCISE <id>` on its first line) run in a fresh namespace, not `__main__`,
    with their output captured; whatever they set in `minijit.config` or switched with
@@ -54,6 +54,7 @@ from pathlib import Path
 from minijit import build
 from minijit.config import _DEFAULTS, config
 from minijit.grading.checking import GRADING_ENV
+from minijit.grading.messages import language
 from minijit.grading.notebook import exercise_header
 
 YOURS = "yours"
@@ -147,7 +148,7 @@ def use_mine(exercises: str | os.PathLike | None = None) -> dict[str, str]:
         if os.environ.get(GRADING_ENV) == "1":
             print("use_mine(): off while grading; minijit runs its own pieces.")
             return {name: own("off while grading") for name in names}
-        folder = Path(exercises).resolve() if exercises is not None else _exercises_folder()
+        folder = Path(exercises).resolve() if exercises is not None else exercises_folder()
         if folder is None:
             print("use_mine(): no course folder (one with exercises/ and chapters/) at or above "
                   "this one; minijit runs its own pieces.")
@@ -193,9 +194,14 @@ def minijits_own() -> Iterator[None]:
 # --------------------------------------------------------------------------- one piece
 
 
-def _exercises_folder() -> Path | None:
+def exercises_folder() -> Path | None:
+    """The course's exercise notebooks: ``exercises/``, or ``exercises/zh/`` in the Chinese
+    course (a chapter of ``chapters/zh/`` reads the learner's Chinese exercises)."""
     root = course_root()
-    return None if root is None else root / "exercises"
+    if root is None:
+        return None
+    translated = root / "exercises" / language()
+    return translated if language() != "en" and translated.is_dir() else root / "exercises"
 
 
 def _shown(folder: Path) -> str:

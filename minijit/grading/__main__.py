@@ -19,6 +19,7 @@ the core.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -67,6 +68,8 @@ def _grade(args: argparse.Namespace) -> int:
     from .scoring import GradingSetupError
     from .shards import parse_shard
 
+    if args.lang:  # the feedback's and the gradebook hints' language; scores never change
+        os.environ["MINIJIT_LANG"] = args.lang
     try:
         exercises = _exercises(args)
         hidden = load_hidden_cases(args.hidden_cases, exercises) if args.hidden_cases else None
@@ -190,14 +193,14 @@ def _release(args: argparse.Namespace) -> int:
     from .release import ReleaseError, write_release
 
     try:
-        warnings = write_release(args.out_dir, force=args.force)
+        warnings = write_release(args.out_dir, force=args.force, lang=args.lang)
     except ReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"wrote the student release to {args.out_dir}; learners run `python3 course.py lab` "
-          "there")
+    lab = "python3 course.py lab" + (" --lang zh" if args.lang == "zh" else "")
+    print(f"wrote the student release to {args.out_dir}; learners run `{lab}` there")
     return 0
 
 
@@ -277,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="the most the late penalty takes, as a fraction of max_total "
                          "(default: %(default)s, everything)")
     gr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    gr.add_argument("--lang", choices=("en", "zh"),
+                    help="the language of the feedback and of the gradebook's hints (the "
+                         "release's language; default: English)")
     gr.add_argument("--memory", type=float, metavar="GIB",
                     help="address space each kernel's sandbox may use, in GiB (default: 4, "
                          "more on machines with over 64 cores)")
@@ -343,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     rel.add_argument("out_dir", metavar="OUT_DIR", help="the folder to write (empty or new)")
     rel.add_argument("--force", action="store_true",
                      help="replace the contents of a non-empty OUT_DIR")
+    rel.add_argument("--lang", choices=("en", "zh", "all"), default="en",
+                     help="the course's language: English, Chinese (chapters/zh/, "
+                          "exercises/zh/), or both (default: %(default)s)")
     rel.set_defaults(func=_release)
 
     args = parser.parse_args(argv)

@@ -85,6 +85,9 @@ _expected_cache: dict[str, Any] = {}
 # second one on.
 _failed_checks: dict[str, int] = {}
 CODE_AFTER_FAILED_CHECKS = 2
+# The words of the table: a failed row's labels (text form), the columns (HTML form)
+LABELS = ("expected", "got", "why", "hint", "code")
+COLUMNS = ("case", "result", "expected", "got")
 
 
 def reset_attempts(exercise_id: str | None = None) -> None:
@@ -147,7 +150,7 @@ class CheckReport:
 
     def __str__(self) -> str:
         t = self._t
-        labels = {k: t(k) for k in ("expected", "got", "why", "hint", "code")}
+        labels = {k: t(k) for k in LABELS}
         width = max(map(len, labels.values())) + 1
         lines = [self._summary()]
         for r in self.rows:
@@ -183,8 +186,8 @@ class CheckReport:
         colour = "#1a7f37" if self.all_passed else "#cf222e"
         out = [f'<div class="minijit-check"><p style="color:{colour};font-weight:bold">'
                f"{esc(self._summary())}</p>",
-               "<table><thead><tr>" + "".join(f"<th>{esc(t(h))}</th>" for h in (
-                   "case", "result", "expected", "got")) + "</tr></thead><tbody>"]
+               "<table><thead><tr>" + "".join(f"<th>{esc(t(h))}</th>" for h in COLUMNS)
+               + "</tr></thead><tbody>"]
         for r in self.rows:
             # the marks are in every common font
             verdict = "\u2714 " + t("pass") if r.passed else "\u2718 " + t("fail")

@@ -33,6 +33,7 @@ from .run_result import NOTE
 from .scoring import OUTCOME_WORDS, ExerciseScore, FailedCase, Row
 
 HEADINGS = ("exercise", "points", "public cases", "hidden cases")  # of the scores table
+RAN, ADJUSTED = "What happened when your notebook ran", "Adjustments"  # section titles
 # scoring's reason for a case whose result is missing from a kernel's answer
 NO_RESULT = "no result came back"
 LIMIT = 2000  # characters of one message, reason or hint
@@ -156,8 +157,7 @@ def feedback_markdown(row: Row) -> str:
     lines = [tr("# Feedback: {name}", name=md_text(row.student, 200)), "",
              tr("**Total: {total}.** Status: {status}.", total=total_words(row),
                 status=md_code(row.status)), ""]
-    for title, texts in (("What happened when your notebook ran", shown_events(row)),
-                         ("Adjustments", adjustments(row))):
+    for title, texts in ((RAN, shown_events(row)), (ADJUSTED, adjustments(row))):
         if texts:
             lines += [f"## {tr(title)}", ""]
             for text in texts:

@@ -27,7 +27,9 @@ from pathlib import Path
 
 from .cases import describe
 from .feedback import (
+    ADJUSTED,
     HEADINGS,
+    RAN,
     adjustments,
     clean,
     feedback_markdown,
@@ -76,8 +78,7 @@ def feedback_html(row: Row) -> str:
     body = [f"<h1>{tr('Feedback: {name}', name=name)}</h1>",
             "<p>" + tr("<strong>Total: {total}.</strong> Status: {status}.",
                        total=escape(total_words(row)), status=_code(row.status)) + "</p>"]
-    for title, texts in (("What happened when your notebook ran", shown_events(row)),
-                         ("Adjustments", adjustments(row))):
+    for title, texts in ((RAN, shown_events(row)), (ADJUSTED, adjustments(row))):
         if texts:
             body += [f"<h2>{tr(title)}</h2>", "<ul>", *(f"<li>{_t(t)}</li>" for t in texts),
                      "</ul>"]

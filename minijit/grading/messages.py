@@ -92,8 +92,9 @@ def catalogue(lang: str) -> dict[str, str]:
 
 
 @cache
-def _templates(lang: str) -> list[tuple[re.Pattern, str]]:
-    """The entries with ``{field}`` placeholders, as patterns over any text, longest first."""
+def _templates(lang: str) -> list[tuple[re.Pattern, str, str]]:
+    """The entries with ``{field}`` placeholders, as (pattern over any text, English,
+    translation), the most fixed text first."""
     found = []
     for en, other in catalogue(lang).items():
         parts = _FIELD.split(en)
@@ -102,10 +103,11 @@ def _templates(lang: str) -> list[tuple[re.Pattern, str]]:
         regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)"
                         for i, p in enumerate(parts))
         try:
-            found.append((re.compile(regex + r"\Z", re.S), other))
+            found.append((re.compile(regex + r"\Z", re.S), en, other))
         except re.error:  # a field named twice: usable as an exact entry only
             continue
-    return sorted(found, key=lambda t: -len(t[0].pattern))
+    # the most specific first: the one with the most fixed text
+    return sorted(found, key=lambda t: -len("".join(_FIELD.split(t[1])[::2])))
 
 
 def _fill(template: str, fields: dict[str, object]) -> str:
@@ -127,21 +129,34 @@ def translate(text: str, lang: str | None = None) -> str:
     table = catalogue(lang)
     if not table or not text:
         return text
-    whole = _one(text, lang, table)
+    return _translate(text, lang, table, [])
+
+
+def entries_matching(text: str, lang: str) -> list[str]:
+    """The English entries :func:`translate` uses for ``text`` (for the catalogue's test)."""
+    used: list[str] = []
+    _translate(text, lang, catalogue(lang), used)
+    return used
+
+
+def _translate(text: str, lang: str, table: dict[str, str], used: list[str]) -> str:
+    whole = _one(text, lang, table, used)
     if whole is not None:
         return whole
-    return "\n".join(_one(line, lang, table) or line for line in text.split("\n"))
+    return "\n".join(_one(line, lang, table, used) or line for line in text.split("\n"))
 
 
-def _one(text: str, lang: str, table: dict[str, str]) -> str | None:
+def _one(text: str, lang: str, table: dict[str, str], used: list[str]) -> str | None:
     if text in table:
+        used.append(text)
         return table[text]
-    for pattern, other in _templates(lang):
+    for pattern, en, other in _templates(lang):
         m = pattern.match(text)
         if m:
+            used.append(en)
             # a field that is itself a text of the catalogue (a category, a fix) is
             # translated too; it is shorter than ``text``, so this ends
-            return _fill(other, {k: _one(v, lang, table) or v
+            return _fill(other, {k: _one(v, lang, table, used) or v
                                  for k, v in m.groupdict().items()})
     return None
 
@@ -161,12 +176,20 @@ def wanted_texts() -> dict[str, str]:
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr"
-                    and node.args and isinstance(node.args[0], ast.Constant)
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            if (name in ("tr", "_t", "t") and node.args
+                    and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, str)):
                 found.setdefault(node.args[0].value, str(path.relative_to(root.parent)))
-    for word in OUTCOME_WORDS.values():
-        found.setdefault(word, "scoring.OUTCOME_WORDS")
+    from .checking import COLUMNS, LABELS
+    from .feedback import ADJUSTED, HEADINGS, NO_RESULT, RAN
+
+    # texts passed to tr() by name: the tables' headings, the outcomes' words
+    for word in (*LABELS, *COLUMNS, *HEADINGS, RAN, ADJUSTED, NO_RESULT,
+                 *OUTCOME_WORDS.values()):
+        found.setdefault(word, "feedback, scoring.OUTCOME_WORDS")
     for ex in default_exercises().values():
         hints = [as_hint(ex.hint), *map(as_hint, ex.error_hints.values()),
                  *map(as_hint, ex.case_hints.values()),

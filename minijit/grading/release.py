@@ -4,7 +4,8 @@
 instructor's copy this package was imported from:
 
 - ``chapters/``, and ``exercises/`` generated afresh from ``solutions/`` (so a release never
-  ships stale exercises);
+  ships stale exercises); with ``--lang zh``, the Chinese ``chapters/zh/`` and ``exercises/zh/``
+  (from ``solutions/zh/``) and ``README.zh.md`` instead, and with ``--lang all`` both;
 - ``course.py``, ``pyproject.toml``, ``environment.yml``, ``.gitignore``, and ``README.md``
   without its instructor's guide, so that ``python3 course.py lab`` works there;
 - ``minijit/`` as it is, except ``minijit/grading/exercises/``, which is written anew: one
@@ -41,6 +42,7 @@ INSTRUCTORS_HEADING = "## Instructor's guide"
 # Never copied: compiled files still hold the instructor's modules, references included.
 SKIPPED_DIRS = ("__pycache__", ".ipynb_checkpoints")
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
+LANGUAGES = {"en": ("en",), "zh": ("zh",), "all": ("en", "zh")}  # release --lang
 
 RELEASE_NOTE = """\
 > **Student release.** This copy of the course has the chapters, the exercise notebooks and
@@ -59,8 +61,12 @@ def instructor_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def write_release(out: str | os.PathLike, *, force: bool = False) -> list[str]:
+def write_release(out: str | os.PathLike, *, force: bool = False, lang: str = "en"
+                  ) -> list[str]:
     """Write the student release into ``out``; return warnings (stale ``exercises/``).
+
+    ``lang``: ``"en"`` the English course, ``"zh"`` the Chinese one (``chapters/zh/``,
+    ``exercises/zh/``, ``README.zh.md``), ``"all"`` both.
 
     Refuses a non-empty ``out`` unless ``force``, which replaces its contents. Everything
     is written into a temporary folder next to ``out`` first, so a failure leaves ``out``
@@ -88,7 +94,7 @@ def write_release(out: str | os.PathLike, *, force: bool = False) -> list[str]:
     os.umask(umask)
     staging.chmod(0o777 & ~umask)  # mkdtemp's 0700 would make the release private
     try:
-        warnings = _write_tree(root, staging)
+        warnings = _write_tree(root, staging, LANGUAGES[lang])
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)
@@ -98,30 +104,37 @@ def write_release(out: str | os.PathLike, *, force: bool = False) -> list[str]:
     return warnings
 
 
-def _write_tree(root: Path, dest: Path) -> list[str]:
+def _write_tree(root: Path, dest: Path, langs: tuple[str, ...]) -> list[str]:
     from .fast_nbformat import nbformat
     from .notebook import check_call, exercise_headers, render_exercises
     from .registry import COURSE_MODULES, load_exercises
 
     warnings = []
-    for name in TOP_FILES:
+    for name in TOP_FILES + tuple(f"README.{lang}.md" for lang in langs if lang != "en"):
         if (root / name).is_file():
             shutil.copy2(root / name, dest / name)
-    _copy_dir(root / "chapters", dest / "chapters")
+    for lang in langs:
+        chapters = root / "chapters" / _folder(lang)
+        _copy_dir(chapters, dest / "chapters" / _folder(lang),
+                  skip={chapters / other for other in LANGUAGES["all"] if other != "en"})
     # the exercises are written anew below; the property checks are hidden cases only
     grading = root / "minijit" / "grading"
     _copy_dir(root / "minijit", dest / "minijit",
               skip={grading / "exercises", grading / "properties.py"})
 
-    notebooks = render_exercises(root / "solutions")
-    (dest / "exercises").mkdir()
-    for name, text in notebooks.items():
-        (dest / "exercises" / name).write_text(text, encoding="utf-8")
-        current = root / "exercises" / name
-        if not current.is_file() or current.read_text(encoding="utf-8") != text:
-            warnings.append(f"exercises/{name} differs from what solutions/ generates; the "
-                            "release has the generated one (run `python -m minijit.grading "
-                            "generate` to update exercises/)")
+    notebooks: dict[str, str] = {}
+    for lang in langs:
+        folder = f"exercises/{_folder(lang)}".rstrip("/")
+        rendered = render_exercises(root / "solutions" / _folder(lang))
+        (dest / folder).mkdir(parents=True)
+        for name, text in rendered.items():
+            (dest / folder / name).write_text(text, encoding="utf-8")
+            notebooks[f"{folder}/{name}"] = text
+            current = root / folder / name
+            if not current.is_file() or current.read_text(encoding="utf-8") != text:
+                warnings.append(f"{folder}/{name} differs from what solutions/ generates; the "
+                                "release has the generated one (run `python -m minijit.grading "
+                                "generate` to update exercises/)")
 
     exercises_dir = dest / "minijit" / "grading" / "exercises"
     exercises_dir.mkdir()
@@ -149,6 +162,11 @@ def _write_tree(root: Path, dest: Path) -> list[str]:
         text = (dest / "README.md").read_text(encoding="utf-8")
         (dest / "README.md").write_text(learner_readme(text, dest), encoding="utf-8")
     return warnings
+
+
+def _folder(lang: str) -> str:
+    """Where a language's notebooks live under chapters/, solutions/, exercises/."""
+    return "" if lang == "en" else lang
 
 
 def _copy_dir(src: Path, dest: Path, skip: frozenset | set = frozenset()) -> None:
