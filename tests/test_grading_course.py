@@ -57,10 +57,10 @@ def test_headers_match_the_registry():
         assert EXERCISES[ex_id].chapter == notebook, ex_id
 
 
-def _headings(chapter: str) -> list[str]:
+def _headings(chapter: str, folder: str = "chapters") -> list[str]:
     """The section headings (``## ...``, ``### ...``) of a chapter's markdown cells, outside
     code fences; not its title (a hint must point at a section, not at the whole chapter)."""
-    nb = nbformat.read(REPO / "chapters" / f"{chapter}.ipynb", as_version=4)
+    nb = nbformat.read(REPO / folder / f"{chapter}.ipynb", as_version=4)
     out = []
     for cell in nb.cells:
         if cell.cell_type != "markdown":
@@ -100,6 +100,22 @@ def test_hints_name_a_real_section_of_the_chapter(ex_id):
         if not re.search(r"[Cc]hapter \d\d", text):
             for n in re.findall(r"[Ss]ection (\d+)", text):
                 assert n in numbers, f"{ex_id}: hint names section {n} of {ex.chapter}: {text}"
+
+
+def test_chinese_hints_name_a_section_of_the_chinese_chapter():
+    """In the Chinese course a hint says where to reread in chapters/zh: the catalogue's
+    translation of each exercise's section must be a heading of that Chinese chapter."""
+    from minijit.grading.messages import translate
+
+    wrong = []
+    for ex in EXERCISES.values():
+        if not (REPO / "chapters" / "zh" / f"{ex.chapter}.ipynb").exists():
+            wrong.append(f"{ex.id}: chapters/zh/{ex.chapter}.ipynb is missing")
+            continue
+        section = translate(ex.section, "zh")
+        if section not in _headings(ex.chapter, "chapters/zh"):
+            wrong.append(f"{ex.id}: {section!r} is no heading of chapters/zh/{ex.chapter}")
+    assert not wrong, "\n".join(wrong)
 
 
 def _section_numbers(chapter: str) -> set[str]:
@@ -401,6 +417,39 @@ def test_solution_full_marks_exercise_zero(path, tmp_path, record_property):
     if solution.seconds > TARGET_S:
         warnings.warn(f"{path.name} took {solution.seconds:.0f} s to grade; a chapter should "
                       f"run in under {TARGET_S} s", stacklevel=1)
+
+
+# Chinese submissions of two chapters: 02 (its solution's strings are all translated) and
+# 10 (the one whose grader reads strings of the notebook: VERDICTS' workload names)
+ZH_GRADED = ("02_tracing", "10_putting_it_together")
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_chinese_submissions_score_as_the_english(tmp_path, monkeypatch):
+    """The grader, told the release is Chinese (``grade --lang zh`` sets MINIJIT_LANG), gives
+    the Chinese solutions full marks and the untouched Chinese exercises zero per exercise,
+    exactly as test_solution_full_marks_exercise_zero has it for the English, and writes
+    the feedback in Chinese, pointing at chapters/zh."""
+    monkeypatch.setenv("MINIJIT_LANG", "zh")
+    for stem in ZH_GRADED:  # one batch per chapter: a batch expects all its exercises
+        subs = tmp_path / stem
+        subs.mkdir()
+        for kind in ("solution", "exercise"):
+            (subs / f"{kind}.ipynb").write_bytes(
+                (REPO / f"{kind}s" / "zh" / f"{stem}.ipynb").read_bytes())
+        rows = {r.student: r for r in grade(
+            [subs], exercises=EXERCISES, assignment=[stem], jobs=2, progress=False,
+            out=subs / "gradebook.csv", feedback_dir=subs / "feedback",
+            limits=Limits(cell_timeout=60, timeout=240), sandbox=unavailable() is None)}
+        solved, untouched = rows["solution"], rows["exercise"]
+        ids = {ex.id for ex in EXERCISES.values() if ex.chapter == stem}
+        assert {k: s.points for k, s in solved.scores.items()} == \
+            {i: EXERCISES[i].points for i in ids}, (solved.status, solved.detail)
+        assert solved.status == "ok" and not solved.detail, solved.detail
+        assert {k: s.points for k, s in untouched.scores.items()} == dict.fromkeys(ids, 0.0)
+        feedback = (subs / "feedback" / "exercise.md").read_text()
+        assert f"chapters/zh/{stem}.ipynb" in feedback and "请重读" in feedback, feedback
 
 
 def test_chapter05_references_match_the_python_originals():

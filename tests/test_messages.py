@@ -171,7 +171,18 @@ def _scenario_messages() -> list[str]:
     )
     from minijit.errors import _HIDDEN_NOTE
 
-    return [m for m in found if m] + [_HIDDEN_NOTE]
+    events = [  # the runner's words for what happened when a notebook ran
+        "the ex02_where cell: not attempted", "the cell after ex02_bind starting `def f(x):`: "
+        "not attempted", "the cell starting `import os` did not raise, though it is tagged "
+        "raises-exception: the error it demonstrates did not happen",
+        "the ex02_where cell ran past 30 s and was interrupted; later cells still ran",
+        "the ex02_where cell ignored the interrupt; the kernel was restarted without it",
+        "the ex02_where cell called exit(); the kernel was restarted and the notebook "
+        "replayed without that cell", "the kernel died in the ex02_where cell; it was "
+        "restarted and the notebook replayed without that cell",
+        'the check("ex02_where") cell was edited or deleted',
+        "the submission ran past its 300 s limit"]
+    return [m for m in found if m] + [_HIDDEN_NOTE] + events
 
 
 def test_every_other_entry_is_a_message_made_at_run_time():

@@ -93,8 +93,8 @@ def md_item(indent: int, head: str, text: object = "") -> list[str]:
 
 def shown_events(row: Row) -> list[str]:
     """The messages of what happened when the notebook ran: problems first, then notes."""
-    return ([e.message for e in row.events if e.kind != NOTE]
-            + [e.message for e in row.events if e.kind == NOTE])
+    return ([translate(e.message) for e in row.events if e.kind != NOTE]
+            + [translate(e.message) for e in row.events if e.kind == NOTE])
 
 
 def adjustments(row: Row) -> list[str]:

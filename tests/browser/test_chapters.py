@@ -119,3 +119,50 @@ def test_chapter_runs_in_jupyterlab(chapter, page, lab_server, screenshot_dir, r
     )
     record_property("browser_summary", checked.summary())
     assert not checked.problems, checked.failure_message()
+
+
+# Two chapters of the Chinese course: the welcome (prose) and chapter 01 (plots, a slider).
+ZH_CHAPTERS = ("00_welcome", "01_why_jit")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# Two different Chinese characters drawn in the notebook's own font: a font without them
+# draws the same empty box for both (and for an unassigned code point), so equal pixels
+# mean tofu.
+_GLYPHS_DRAWN = r"""() => {
+  const el = document.querySelector('.jp-RenderedMarkdown p') || document.body;
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 48;
+  const g = canvas.getContext('2d');
+  g.font = '32px ' + getComputedStyle(el).fontFamily;
+  const draw = ch => {
+    g.clearRect(0, 0, 48, 48);
+    g.fillText(ch, 4, 36);
+    return Array.from(g.getImageData(0, 0, 48, 48).data).join(',');
+  };
+  const a = draw('\u8ffd'), b = draw('\u8e2a'), none = draw('\u{10fffd}');
+  return {family: getComputedStyle(el).fontFamily, distinct: a !== b && a !== none};
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.xdist_group("browser")
+@pytest.mark.timeout(lab.seconds(lab.RUN_ALL_S + 300))
+@pytest.mark.parametrize("chapter", ZH_CHAPTERS)
+def test_chinese_chapter_renders_in_jupyterlab(chapter, page, lab_server, screenshot_dir,
+                                               record_property):
+    """A chapter of chapters/zh runs as the English one does, its Chinese text is drawn with
+    real glyphs, and its plots have no missing glyph (the kernel, started in chapters/zh,
+    speaks Chinese and gives matplotlib a CJK font: minijit/course/fonts.py)."""
+    if not (lab.REPO / "chapters" / "zh" / f"{chapter}.ipynb").exists():
+        pytest.fail(f"chapters/zh/{chapter}.ipynb is missing: run `python -m "
+                    "minijit.course.translate build`")
+    checked = lab.check_notebook(page, lab_server, f"chapters/zh/{chapter}.ipynb",
+                                 screenshot_name=f"zh_{chapter}", screenshot_dir=screenshot_dir)
+    record_property("browser_summary", checked.summary())
+    assert not checked.problems, checked.failure_message()
+    shown = page.evaluate("() => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)"
+                          " .jp-Notebook').innerText")
+    assert len(CJK.findall(shown)) > 200, shown[:500]
+    assert "missing from font" not in shown  # matplotlib's warning for a glyph it lacks
+    glyphs = page.evaluate(_GLYPHS_DRAWN)
+    assert glyphs["distinct"], f"Chinese characters render as boxes in {glyphs['family']}"
