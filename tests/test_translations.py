@@ -174,6 +174,26 @@ def test_code_cells_keep_every_english_token(rendered):
                     f"{path.name}, cell {en_cell.id}: code differs from the English"
 
 
+def test_every_notebook_has_its_chinese_twin(rendered):
+    """Every chapter, solution and exercise notebook is in the Chinese edition."""
+    for folder in ("chapters", "solutions", "exercises"):
+        english = sorted(p.name for p in (REPO / folder).glob("*.ipynb"))
+        chinese = sorted(p.name for p in (REPO / folder / LANG).glob("*.ipynb"))
+        assert chinese == english, f"{folder}/{LANG} lacks {sorted(set(english) - set(chinese))}"
+
+
+def test_translated_code_cells_compile(rendered):
+    """A translated string is still a string literal: each code cell compiles (IPython's
+    magics and shell lines aside), so a Chinese cell cannot fail where the English runs."""
+    for path, text in rendered[0].items():
+        nb = nbformat.reads(text, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                source = "\n".join(line for line in cell.source.splitlines()
+                                   if not line.lstrip().startswith(("%", "!")))
+                compile(source, f"{path.name}:{cell.id}", "exec")
+
+
 def _pairs():
     for notebook in translate.english_notebooks():
         md = translate.translation_path(notebook, LANG)
