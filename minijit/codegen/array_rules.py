@@ -69,6 +69,36 @@ def _as_array(lo, a, expr: str) -> str:
     return f"alloc.full((), {expr}, np.{dtype_name(a.aval.dtype)})"
 
 
+def copy_into(lo, window: str, src: str, shape, row: str = "") -> None:
+    """`window[...] = src` for an array `src` of static `shape` (the window's shape too),
+    written as a loop nest over a view of the window; with `row`, `window[row] = src` for a
+    `window` array, indexed directly (no view: a loop body writes one row per step).
+
+    Why not `window[...] = src`: Numba compiles an array assigned to a slice through its
+    general slice assignment, which compiles the shape-mismatch message it could raise (a
+    formatted string) for every such statement: 0.15 to 0.3 s each, and seconds for the first
+    one in a process. The loop nest compiles in milliseconds (benchmarks/README.md)."""
+    if not shape:
+        lo.line(f"{window} = {src}")
+        return
+    if row:
+        view, lead = window, f"{row}, "
+    elif window.endswith("[...]"):  # the whole array (Numba has no `a[...]` view)
+        view, lead = window[:-len("[...]")], ""
+    else:
+        view, lead = f"_w{len(lo.lines)}", ""  # the line's number: unique in the function
+        lo.line(f"{view} = {window}")
+    if not src.isidentifier():  # a slice of an array: taken once, not in the loop
+        lo.line(f"_s{len(lo.lines)} = {src}")
+        src = f"_s{len(lo.lines) - 1}"
+    idx = [f"_q{k}" for k in range(len(shape))]
+    for i, d in zip(idx, shape):
+        lo.line(f"for {i} in range({lo.dim(d)}):")
+        lo.indent += 1
+    lo.line(f"{view}[{lead}{', '.join(idx)}] = {src}[{', '.join(idx)}]")
+    lo.indent -= len(shape)
+
+
 def _reshape(lo, eqn, args, outs):
     (x,), (o,) = eqn.invars, eqn.outvars
     if not shape_of(o):
@@ -157,7 +187,7 @@ def _concatenate(lo, eqn, args, outs):
             continue
         sub = ", ".join(f"{lo.dim(offset)}:{lo.dim(offset + n)}" if k == dim else ":"
                         for k in range(len(shape_of(o))))
-        lo.line(f"{outs[0]}[{sub}] = {expr}")
+        copy_into(lo, f"{outs[0]}[{sub}]", expr, shape_of(a))
         offset += n
 
 
@@ -175,7 +205,8 @@ def _pad(lo, eqn, args, outs):
         if lo.into.get(args[0], ("",))[0] != outs[0]:  # else the kernel wrote them in place
             lo.line(f"{outs[0]} = {_new_array(lo, o, outs[0])}")
             if n:
-                lo.line(f"{outs[0]}[{lo.dim(low)}:{lo.dim(low + n)}] = {args[0]}")
+                copy_into(lo, f"{outs[0]}[{lo.dim(low)}:{lo.dim(low + n)}]", args[0],
+                          shape_of(x))
         for start, stop in ((0, low), (low + n, total)):
             if stop > start:
                 lo.line(f"{outs[0]}[{lo.dim(start)}:{lo.dim(stop)}] = {args[1]}")
@@ -187,7 +218,7 @@ def _pad(lo, eqn, args, outs):
     sub = ", ".join(
         f"{lo.dim(lo_)}:{lo.dim(lo_ + d + max(d - 1, 0) * i)}:{i + 1}"
         for d, (lo_, _, i) in zip(shape_of(x), eqn.params["padding_config"]))
-    lo.line(f"{outs[0]}[{sub}] = {args[0]}")
+    copy_into(lo, f"{outs[0]}[{sub}]", args[0], shape_of(x))
 
 
 def _clamped(lo, x_shape, sizes, starts, start_vars) -> list[str]:
@@ -225,7 +256,8 @@ def _dynamic_update_slice(lo, eqn, args, outs):
         for a, b in ((0, start), (start + n, total)):
             if b > a:
                 rows = f"{lo.dim(a)}:{lo.dim(b)}"
-                lo.line(f"{outs[0]}[{rows}] = {args[0]}[{rows}]")
+                copy_into(lo, f"{outs[0]}[{rows}]", f"{args[0]}[{rows}]",
+                          (b - a, *shape_of(x)[1:]))
         return
     s = _clamped(lo, shape_of(x), shape_of(u), args[2:], eqn.invars[2:])
     given = lo.reuse.get(outs[0])  # the operand's own array (plan_buffers), or a dead one
@@ -233,11 +265,14 @@ def _dynamic_update_slice(lo, eqn, args, outs):
         lo.line(f"{outs[0]} = {given}  # in place, see plan_buffers")
     elif given:
         lo.line(f"{outs[0]} = {given}  # reused, see plan_buffers")
-        lo.line(f"{outs[0]}[...] = {args[0]}")
+        copy_into(lo, f"{outs[0]}[...]", args[0], shape_of(x))
     else:
         lo.line(f"{outs[0]} = alloc.copy({args[0]})")
     sub = ", ".join(f"{a}:{a} + {lo.dim(n)}" for a, n in zip(s, shape_of(u)))
-    lo.line(f"{outs[0]}[{sub}] = {_as_array(lo, u, args[1])}")
+    if shape_of(u):
+        copy_into(lo, f"{outs[0]}[{sub}]", args[1], shape_of(u))
+    else:
+        lo.line(f"{outs[0]}[{sub}] = {_as_array(lo, u, args[1])}")
 
 
 def _iota(lo, eqn, args, outs):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
-from minijit.codegen.array_rules import empty_like_var
+from minijit.codegen.array_rules import copy_into, empty_like_var
 from minijit.codegen.in_place import spare_carries
 from minijit.codegen.kernels import emit_elements, loop_nest
 from minijit.codegen.rules import Statements, numba_rules
@@ -344,7 +344,10 @@ def _scan(lo, eqn, args, outs):
         lo.jaxpr_body(body)
         lo.assign_outputs(body, outs[:nk], carries=carries, also=swaps)
         for y, a in zip(ys, body.outvars[nk:]):
-            lo.line(f"{y}[{t}] = {lo.atom(a)}")
+            if a.aval.shape:  # a row: element by element (array_rules.copy_into says why)
+                copy_into(lo, y, lo.atom(a), a.aval.shape, row=t)
+            else:
+                lo.line(f"{y}[{t}] = {lo.atom(a)}")
         lo.indent -= 1
 
 
