@@ -81,6 +81,9 @@ def copy_into(lo, window: str, src: str, shape, row: str = "") -> None:
     if not shape:
         lo.line(f"{window} = {src}")
         return
+    sizes = [lo.dim(d) for d in shape]
+    if "0" in sizes:  # nothing to copy
+        return
     if row:
         view, lead = window, f"{row}, "
     elif window.endswith("[...]"):  # the whole array (Numba has no `a[...]` view)
@@ -91,12 +94,13 @@ def copy_into(lo, window: str, src: str, shape, row: str = "") -> None:
     if not src.isidentifier():  # a slice of an array: taken once, not in the loop
         lo.line(f"_s{len(lo.lines)} = {src}")
         src = f"_s{len(lo.lines) - 1}"
-    idx = [f"_q{k}" for k in range(len(shape))]
-    for i, d in zip(idx, shape):
-        lo.line(f"for {i} in range({lo.dim(d)}):")
+    idx = [f"_q{k}" if n != "1" else "0" for k, n in enumerate(sizes)]  # no loop of one
+    loops = [(i, n) for i, n in zip(idx, sizes) if n != "1"]
+    for i, n in loops:
+        lo.line(f"for {i} in range({n}):")
         lo.indent += 1
     lo.line(f"{view}[{lead}{', '.join(idx)}] = {src}[{', '.join(idx)}]")
-    lo.indent -= len(shape)
+    lo.indent -= len(loops)
 
 
 def _reshape(lo, eqn, args, outs):
