@@ -182,7 +182,21 @@ def _scenario_messages() -> list[str]:
         "restarted and the notebook replayed without that cell",
         'the check("ex02_where") cell was edited or deleted',
         "the submission ran past its 300 s limit"]
-    return [m for m in found if m] + [_HIDDEN_NOTE] + events
+    from minijit.course.mine import YOURS, own
+
+    why = ["off while grading", "no course folder", "not written yet",
+           "build.use refused it: no reason", "its cell defines no eval_jaxpr",
+           "eval_jaxpr is a int, not a function", "no exercises/03_the_ir.ipynb",
+           "cannot read 03_the_ir.ipynb (JSONDecodeError)",
+           "no cell '# EXERCISE ex03_eval_jaxpr' in 03_the_ir.ipynb",
+           "syntax error in the cell of ex03_eval_jaxpr, line 3: invalid syntax",
+           "the notebook's first cell raised ImportError: no module",
+           "the cell of ex03_eval_jaxpr called exit()",
+           "fails its small example: 1 != 2",
+           "fails public case 'program add_literal'; check('ex03_eval_jaxpr') shows why",
+           "fails public case 'sum' and 2 more; check('ex03_eval_jaxpr') shows why"]
+    statuses = [YOURS] + [own(w) for w in why]  # use_mine()'s table (minijit/course/mine.py)
+    return [m for m in found if m] + [_HIDDEN_NOTE] + events + statuses
 
 
 def test_every_other_entry_is_a_message_made_at_run_time():
@@ -289,6 +303,18 @@ def test_the_chinese_course_finds_a_chinese_font(zh):
         plt.close(fig)
     finally:
         matplotlib.rcParams["font.family"] = saved
+
+
+def test_use_mine_table_in_chinese_lines_up(zh):
+    from minijit.course.mine import WRITTEN_BY, YOURS, _width, own, table
+
+    statuses = {name: own("not written yet") for name in list(WRITTEN_BY)[:3]}
+    statuses[list(WRITTEN_BY)[3]] = YOURS
+    text = table(statuses, "exercises/zh")
+    assert "还没有写" in text and "你的" in text and "部件" in text, text
+    rows = text.split("\n")[1:]
+    starts = {_width(r[: r.index("minijit")]) if "minijit" in r else None for r in rows[1:]}
+    assert len(starts - {None}) == 1, text  # the status column starts at one width
 
 
 def test_a_chinese_chapter_reads_the_chinese_exercises(tmp_path, monkeypatch):

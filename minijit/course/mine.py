@@ -47,6 +47,7 @@ import io
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,7 @@ from pathlib import Path
 from minijit import build
 from minijit.config import _DEFAULTS, config
 from minijit.grading.checking import GRADING_ENV
-from minijit.grading.messages import language
+from minijit.grading.messages import language, tr, translate
 from minijit.grading.notebook import exercise_header
 
 YOURS = "yours"
@@ -146,32 +147,44 @@ def use_mine(exercises: str | os.PathLike | None = None) -> dict[str, str]:
     try:
         names = pieces()
         if os.environ.get(GRADING_ENV) == "1":
-            print("use_mine(): off while grading; minijit runs its own pieces.")
+            print(tr("use_mine(): off while grading; minijit runs its own pieces."))
             return {name: own("off while grading") for name in names}
         folder = Path(exercises).resolve() if exercises is not None else exercises_folder()
         if folder is None:
-            print("use_mine(): no course folder (one with exercises/ and chapters/) at or above "
-                  "this one; minijit runs its own pieces.")
+            print(tr("use_mine(): no course folder (one with exercises/ and chapters/) at or "
+                     "above this one; minijit runs its own pieces."))
             return {name: own("no course folder") for name in names}
         statuses = {name: _switch_in(name, folder) for name in names}
-        print(table(statuses, f"your exercise notebooks in {_shown(folder)}, as last saved"))
+        print(table(statuses, tr("your exercise notebooks in {folder}, as last saved",
+                                 folder=_shown(folder))))
         return statuses
     except Exception as e:  # noqa: BLE001 - a chapter must run whatever happens here
-        print(f"use_mine(): failed ({type(e).__name__}: {_one_line(e)}); minijit runs its "
-              "own pieces where it has not switched yours in.")
+        print(tr("use_mine(): failed ({error}); minijit runs its own pieces where it has not "
+                 "switched yours in.", error=f"{type(e).__name__}: {_one_line(e)}"))
         return {}
 
 
 def table(statuses: dict[str, str], where: str) -> str:
-    """The text `use_mine` prints: one line per piece, with the exercise that writes it."""
-    rows = [("piece", "chapter / exercise", "minijit runs")]
+    """The text `use_mine` prints: one line per piece, with the exercise that writes it (in
+    the course's language: the statuses are translated here, never in what `use_mine`
+    returns; columns are padded by display width, a Chinese character taking two)."""
+    rows = [(tr("piece"), tr("chapter / exercise"), tr("minijit runs"))]
     for name, status in statuses.items():
         rows.append((name, f"{build.PIECES[name].chapter} / {WRITTEN_BY[name].exercise}",
-                     status))
-    widths = [max(len(row[k]) for row in rows) for k in range(2)]
-    lines = [f"minijit's build-track pieces, from {where}:"]
-    lines += [f"  {a:{widths[0]}}  {b:{widths[1]}}  {c}" for a, b, c in rows]
+                     translate(status)))
+    widths = [max(_width(row[k]) for row in rows) for k in range(2)]
+    lines = [tr("minijit's build-track pieces, from {where}:", where=where)]
+    lines += [f"  {_pad(a, widths[0])}  {_pad(b, widths[1])}  {c}" for a, b, c in rows]
     return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    """Columns `text` takes in a terminal or a notebook's output: two for a wide character."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
 
 
 @contextlib.contextmanager

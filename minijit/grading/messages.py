@@ -20,8 +20,9 @@ Invariants:
   own), else ``"en"``.
 - :func:`tr` of a text with ``{field}`` placeholders formats the translation with the same
   fields; :func:`translate` of a text made at run time (a hint, an error message) finds an
-  exact entry first, then a template whose ``{field}`` parts match any text, line by line;
-  what has no entry stays English. Neither ever raises for a missing or bad entry.
+  exact entry first, then a template whose ``{field}`` parts match any text (one word, for
+  the fields of :data:`WORD_FIELDS`), the one with the most fixed text first, then line by
+  line; what has no entry stays English. Neither ever raises for a missing or bad entry.
 - ``tests/test_messages.py`` checks that every literal passed to :func:`tr` in minijit, every
   exercise's hint, section, title and case name, and every category has a translation, with
   the same placeholders.
@@ -38,6 +39,14 @@ LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 LANGUAGES = ("en", "zh")
 _COURSE_FOLDERS = ("chapters", "exercises", "solutions", "submissions", "release")
 _FIELD = re.compile(r"\{(\w+)\}")
+# A field with one of these names stands for one word (an id, a number, a type, a path)
+# when a template matches a text; any other field for any text. So "the cell of {id}" does
+# not take "the cell of ex03 raised ValueError: x", which "{what} raised {type}: {message}"
+# then reads.
+WORD_FIELDS = frozenset({"id", "type", "name", "function", "path", "n", "m", "seconds",
+                         "points", "passed", "total", "unit", "spec", "chapter", "fun", "line",
+                         "max", "before", "failed"})
+WORD, ANY = r"\S+?", r".+?"
 TODO = "TODO"  # the translation line of an entry not translated yet: the English is shown
 
 
@@ -100,7 +109,8 @@ def _templates(lang: str) -> list[tuple[re.Pattern, str, str]]:
         parts = _FIELD.split(en)
         if len(parts) == 1 or not "".join(parts[::2]).strip():
             continue  # no field, or nothing but fields: an exact entry only
-        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)"
+        regex = "".join(re.escape(p) if i % 2 == 0
+                        else f"(?P<{p}>{WORD if p in WORD_FIELDS else ANY})"
                         for i, p in enumerate(parts))
         try:
             found.append((re.compile(regex + r"\Z", re.S), en, other))
