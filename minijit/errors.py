@@ -245,18 +245,21 @@ def leaving_minijit(e: Exception, caller) -> None:
         _hide_internal_frames(e)
 
 
-def _add_translation(e: BaseException) -> None:
-    """In a course language other than English, a note under minijit's message saying the
-    same in that language (:mod:`minijit.grading.messages`); the message itself stays
-    English, as JAX's, so it can still be searched for."""
-    from minijit.grading.messages import language, translate
+# The course's message catalogue (minijit.grading.messages) gives the message in the course's
+# language, or None (English, or nothing of it translated): set by whichever of the two
+# modules loads second, so that this one, at the bottom of the library, imports nothing of
+# the grader's.
+translation_note: Callable[[str], str | None] | None = getattr(
+    sys.modules.get("minijit.grading.messages"), "error_note", None)
 
-    lang = language()
-    if lang == "en" or not hasattr(e, "add_note") or not e.args:
+
+def _add_translation(e: BaseException) -> None:
+    """A note under minijit's message saying the same in the course's language, where it is
+    not English; the message itself stays English, as JAX's, so it can still be searched for."""
+    if translation_note is None or not hasattr(e, "add_note") or not e.args:
         return
-    message = str(e)
-    said = translate(message, lang)
-    if said != message and said not in getattr(e, "__notes__", ()):
+    said = translation_note(str(e))
+    if said and said not in getattr(e, "__notes__", ()):
         e.add_note(said)
 
 

@@ -18,6 +18,7 @@ import pytest
 import minijit as mj
 import minijit.numpy as mnp
 from minijit.config import config
+from minijit.course import translate as translate_tool
 from minijit.grading import messages
 from minijit.grading.comparing import compare
 
@@ -109,7 +110,7 @@ def _fields(text: str) -> list[str]:
 
 def test_every_text_a_learner_reads_has_a_translation():
     table = messages.catalogue("zh")
-    wanted = messages.wanted_texts()
+    wanted = translate_tool.wanted_texts()
     missing = [f"{where}: {en!r}" for en, where in wanted.items() if en not in table]
     assert not missing, (f"{len(missing)} texts have no Chinese (run `python -m "
                          "minijit.course.translate messages` and translate the TODOs):\n"
@@ -202,7 +203,7 @@ def _scenario_messages() -> list[str]:
 def test_every_other_entry_is_a_message_made_at_run_time():
     """Entries that are not a literal or an exercise's text are templates of a message the
     scenarios above make (a reason, an error line): none is dead."""
-    wanted = messages.wanted_texts()
+    wanted = translate_tool.wanted_texts()
     lines = set()
     for message in _scenario_messages():
         lines.add(message)

@@ -246,14 +246,55 @@ def stub(notebook: Path, lang: str) -> Path:
     return path
 
 
+def wanted_texts() -> dict[str, str]:
+    """Every English text a learner can read that must have a translation, with where it
+    comes from: the literal first argument of each ``tr(...)`` call in minijit's source, and
+    each exercise's title, section, hints, public case names and categories."""
+    import ast
+
+    from minijit.grading.cases import as_hint, category_of
+    from minijit.grading.registry import default_exercises
+    from minijit.grading.scoring import OUTCOME_WORDS
+
+    found: dict[str, str] = {}
+    root = ROOT / "minijit"
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            if (name in ("tr", "_t", "t") and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
+                found.setdefault(node.args[0].value, str(path.relative_to(root.parent)))
+    from minijit.grading.checking import COLUMNS, LABELS
+    from minijit.grading.feedback import ADJUSTED, HEADINGS, NO_RESULT, RAN
+
+    # texts passed to tr() by name: the tables' headings, the outcomes' words
+    for word in (*LABELS, *COLUMNS, *HEADINGS, RAN, ADJUSTED, NO_RESULT,
+                 *OUTCOME_WORDS.values()):
+        found.setdefault(word, "feedback, scoring.OUTCOME_WORDS")
+    for ex in default_exercises().values():
+        hints = [as_hint(ex.hint), *map(as_hint, ex.error_hints.values()),
+                 *map(as_hint, ex.case_hints.values()),
+                 *(as_hint(c.hint) for c in ex.public + ex.hidden)]
+        texts = [ex.title, ex.section, *(c.name for c in ex.public),
+                 *(category_of(c) for c in ex.public + ex.hidden)]
+        texts += [t for h in hints if h is not None for t in (h.pitfall, h.code) if t]
+        for text in texts:
+            found.setdefault(text, ex.id)
+    return found
+
+
 def stub_messages(lang: str) -> tuple[Path, int]:
     """Add a ``TODO`` entry to the message catalogue for each text a learner can read that
-    has none (:func:`minijit.grading.messages.wanted_texts`); returns the file and how many."""
+    has none (:func:`wanted_texts`); returns the file and how many."""
     path = messages.LOCALE_DIR / f"{lang}.md"
     text = path.read_text(encoding="utf-8") if path.exists() else (
         f"<!-- minijit's messages in {lang}: see minijit/grading/messages.py -->\n")
     have = dict(messages.parse_pairs(text, str(path)))
-    new = [(en, where) for en, where in messages.wanted_texts().items() if en not in have]
+    new = [(en, where) for en, where in wanted_texts().items() if en not in have]
     lines, last = [], None
     for en, where in new:
         if where != last:
