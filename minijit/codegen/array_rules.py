@@ -78,8 +78,8 @@ def copy_into(lo, window: str, src: str, shape, row: str = "") -> None:
     general slice assignment, which compiles the shape-mismatch message it could raise (a
     formatted string) for every such statement: 0.15 to 0.3 s each, and seconds for the first
     one in a process. The loop nest compiles in milliseconds (benchmarks/README.md)."""
-    if not shape:
-        lo.line(f"{window} = {src}")
+    if not shape:  # a scalar: nothing to loop over
+        lo.line(f"{window}[{row}] = {src}" if row else f"{window} = {src}")
         return
     sizes = [lo.dim(d) for d in shape]
     if "0" in sizes:  # nothing to copy

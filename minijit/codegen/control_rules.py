@@ -343,11 +343,8 @@ def _scan(lo, eqn, args, outs):
         lo.bind_inputs(body, [*consts, *outs[:nk], *x_exprs])
         lo.jaxpr_body(body)
         lo.assign_outputs(body, outs[:nk], carries=carries, also=swaps)
-        for y, a in zip(ys, body.outvars[nk:]):
-            if a.aval.shape:  # a row: element by element (array_rules.copy_into says why)
-                copy_into(lo, y, lo.atom(a), a.aval.shape, row=t)
-            else:
-                lo.line(f"{y}[{t}] = {lo.atom(a)}")
+        for y, a in zip(ys, body.outvars[nk:]):  # element by element: see copy_into
+            copy_into(lo, y, lo.atom(a), a.aval.shape, row=t)
         lo.indent -= 1
 
 
