@@ -63,11 +63,10 @@ def load_capstone(exercises: str | os.PathLike | None = None) -> Capstone:
     try:
         if os.environ.get(mine.GRADING_ENV) == "1":
             raise mine.NotYours("off while grading")
-        root = mine.course_root() if exercises is None else Path(exercises).parent
-        if root is None:
+        folder = Path(exercises) if exercises is not None else mine.exercises_folder()
+        if folder is None:
             raise mine.NotYours("no course folder")
-        path = (Path(exercises) if exercises is not None
-                else mine.exercises_folder()) / NOTEBOOK
+        path = folder / NOTEBOOK
         setup, first = mine._cells(path, EXERCISES[0])
         _, second = mine._cells(path, EXERCISES[1])
         ns = mine._run_cells(path, setup, first + "\n\n" + second, EXERCISES[1])

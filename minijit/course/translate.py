@@ -253,6 +253,8 @@ def wanted_texts() -> dict[str, str]:
     import ast
 
     from minijit.grading.cases import as_hint, category_of
+    from minijit.grading.checking import COLUMNS, LABELS
+    from minijit.grading.feedback import ADJUSTED, HEADINGS, NO_RESULT, RAN
     from minijit.grading.registry import default_exercises
     from minijit.grading.scoring import OUTCOME_WORDS
 
@@ -268,9 +270,6 @@ def wanted_texts() -> dict[str, str]:
                     and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, str)):
                 found.setdefault(node.args[0].value, str(path.relative_to(root.parent)))
-    from minijit.grading.checking import COLUMNS, LABELS
-    from minijit.grading.feedback import ADJUSTED, HEADINGS, NO_RESULT, RAN
-
     # texts passed to tr() by name: the tables' headings, the outcomes' words
     for word in (*LABELS, *COLUMNS, *HEADINGS, RAN, ADJUSTED, NO_RESULT,
                  *OUTCOME_WORDS.values()):

@@ -9,7 +9,7 @@ Hints come in three tiers, shown one after another (see :mod:`minijit.grading.ch
 the *section* of the chapter to reread (from ``Exercise.section``), the *pitfall* (what
 usually goes wrong, in words), and the *code* hint (an API call or a shape of the fix, never
 the solution: ``Hint.code``); their text is shown in the course's language
-(:mod:`minijit.messages`). The pitfall is chosen by the failure: the raised error's entry
+(:mod:`minijit.grading.messages`). The pitfall is chosen by the failure: the raised error's entry
 in ``error_hints``, the case's own hint, the exercise's ``case_hints`` entry for the case's
 name or category, and only then the exercise's general ``hint``. A plain string where a
 :class:`Hint` is expected is the pitfall.

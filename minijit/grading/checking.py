@@ -127,7 +127,7 @@ class CheckReport:
     tier: str | None = None
     attempted: bool = True
     code_withheld: bool = False
-    lang: str = "en"  # the language it is shown in (minijit.messages)
+    lang: str = "en"  # the language it is shown in (minijit.grading.messages)
 
     @property
     def passed(self) -> int:

@@ -118,17 +118,18 @@ def _templates(lang: str) -> list[tuple[re.Pattern, str, str]]:
     found = []
     for en, other in catalogue(lang).items():
         parts = _FIELD.split(en)
-        if len(parts) == 1 or not "".join(parts[::2]).strip():
+        fixed = "".join(parts[::2])
+        if len(parts) == 1 or not fixed.strip():
             continue  # no field, or nothing but fields: an exact entry only
         regex = "".join(re.escape(p) if i % 2 == 0
                         else f"(?P<{p}>{WORD if p in WORD_FIELDS else ANY})"
                         for i, p in enumerate(parts))
         try:
-            found.append((re.compile(regex + r"\Z", re.S), en, other))
+            found.append((len(fixed), re.compile(regex + r"\Z", re.S), en, other))
         except re.error:  # a field named twice: usable as an exact entry only
             continue
     # the most specific first: the one with the most fixed text
-    return sorted(found, key=lambda t: -len("".join(_FIELD.split(t[1])[::2])))
+    return [t[1:] for t in sorted(found, key=lambda t: -t[0])]
 
 
 def _fill(template: str, fields: dict[str, object]) -> str:
@@ -183,7 +184,8 @@ def _one(text: str, lang: str, table: dict[str, str], used: list[str]) -> str | 
 
 
 # minijit's errors carry the note once this catalogue is loaded: here if they were loaded
-# first, else minijit/errors.py finds this module when it loads (the grader alone imports
-# nothing of minijit's core, so neither imports the other).
+# first, else minijit/errors.py finds this module when it loads. Neither imports the other:
+# the errors sit at the bottom of the library, and importing the grading package loads
+# nothing of minijit's core.
 if "minijit.errors" in sys.modules:
     sys.modules["minijit.errors"].translation_note = error_note

@@ -132,9 +132,11 @@ def _write_tree(root: Path, dest: Path, langs: tuple[str, ...]) -> list[str]:
             notebooks[f"{folder}/{name}"] = text
             current = root / folder / name
             if not current.is_file() or current.read_text(encoding="utf-8") != text:
+                update = ("python -m minijit.grading generate" if lang == "en" else
+                          f"python -m minijit.course.translate build --lang {lang}")
                 warnings.append(f"{folder}/{name} differs from what solutions/ generates; the "
-                                "release has the generated one (run `python -m minijit.grading "
-                                "generate` to update exercises/)")
+                                f"release has the generated one (run `{update}` to update "
+                                f"{folder}/)")
 
     exercises_dir = dest / "minijit" / "grading" / "exercises"
     exercises_dir.mkdir()
