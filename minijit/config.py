@@ -30,6 +30,9 @@ _DEFAULTS: dict[str, Any] = {
     "profile_execution": False,  # time every call of a jitted function, for f.profile()
     # threads for large kernels: None = every usable core (minijit/threads.py), 1 = serial
     "threads": None,
+    # keep freed memory for the next call: large outputs from a pool, glibc's heap untrimmed
+    # (minijit/codegen/buffers.py)
+    "reuse_memory": True,
     # the language of minijit's messages to a learner: None = auto (minijit/messages.py)
     "language": None,
 }

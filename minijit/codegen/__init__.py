@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from minijit import threads
+from minijit.codegen import buffers
 from minijit.codegen.compile import compile_source
 from minijit.codegen.lower import CodegenError, lower_jaxpr
 from minijit.ir import ClosedJaxpr
@@ -26,6 +27,7 @@ class NumbaExecutable:
     def __init__(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
                  parallel: bool | None = None):
         t0 = time.perf_counter()
+        buffers.keep_freed_heap()  # once per process
         self.source = lower_jaxpr(closed, fun_name, donated, parallel)
         t1 = time.perf_counter()
         avals = [v.aval for v in (*closed.jaxpr.constvars, *closed.jaxpr.invars)]
@@ -51,13 +53,14 @@ class NumbaExecutable:
         self._any_scalar_out = any(self._scalar_out)
         self.aliased = outputs_to_copy(closed.jaxpr)  # results never share memory
         self._any_aliased = any(self.aliased)
-        self._buffer_specs = [(a.shape, a.dtype) for a in self.source.out_avals]
+        # each output buffer's shape, dtype and allocator: large ones reuse freed outputs
+        self._buffer_specs = [(a.shape, a.dtype, _allocator(a)) for a in self.source.out_avals]
         self._layout = self.source.out_layout  # None: the entry returns every output
         self._plain = not (self._any_scalar_out or self._any_aliased)
         self.fast_call = self._fast_call_for_this_program()
 
     def _buffers(self) -> list[np.ndarray]:
-        return [np.empty(shape, dtype) for shape, dtype in self._buffer_specs]
+        return [empty(shape, dtype) for shape, dtype, empty in self._buffer_specs]
 
     def __call__(self, *args):
         args = [_boundary(x, a) for x, a in zip(args, self.in_avals)]
@@ -81,7 +84,7 @@ class NumbaExecutable:
 
         "Exactly" includes the byte order: jit's fast-path key holds each argument's dtype
         (`>f8 != <f8`), so only native-endian arrays of the compiled dtypes get here."""
-        entry, consts, empty = self._run, self.consts, np.empty
+        entry, consts = self._run, self.consts
         if not self._plain:
             return lambda args: self(*args)
         if self._layout is None:  # the entry returns every output
@@ -91,7 +94,7 @@ class NumbaExecutable:
                 buffers = self._buffers()
                 return self._arrange(entry(*consts, *args, *buffers), buffers)
             return any_outputs
-        shape, dtype = self._buffer_specs[0]  # the common case: one output, in its buffer
+        shape, dtype, empty = self._buffer_specs[0]  # the common case: one output, in its buffer
 
         def one_output(args):
             out = empty(shape, dtype)
@@ -101,6 +104,13 @@ class NumbaExecutable:
 
     def as_text(self) -> str:
         return self.source.text
+
+
+def _allocator(aval):
+    """What allocates an output buffer of this type: `np.empty`, or for one large enough that
+    fresh memory costs more than the pool's bookkeeping, `buffers.empty`."""
+    nbytes = int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
+    return buffers.empty if nbytes >= buffers.POOL_FROM_BYTES else np.empty
 
 
 def _threaded_entry(entry, closed, fun_name, donated, avals, readonly):
