@@ -1113,10 +1113,16 @@ def mode_env(mode: str, cores: int) -> dict[str, str]:
 
     one: BLAS and minijit on one thread (numexpr, Numba and XLA are set in the process:
     `W.set_threads`, `W.load_jax(one_core=True)`).
-    all: BLAS on every usable core, minijit and JAX with their defaults (threads on)."""
+    all: BLAS on every usable core, minijit and JAX with their defaults (threads on).
+
+    Both: every OpenBLAS in the process (NumPy's, and SciPy's that Numba's `np.dot` calls)
+    puts its idle threads to sleep at once, as minijit asks of SciPy's by default. Left to
+    spin for their default 0.1 s after each call, one contender's idle threads take the
+    cores of the contenders timed after it, run by run (benchmarks/README.md)."""
     env = dict(os.environ)
     for var in THREAD_VARS:
         env[var] = "1" if mode == "one" else str(cores)
+    env.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     if mode == "one":
         env["MINIJIT_THREADS"] = "1"
     else:
@@ -1194,7 +1200,7 @@ def child_main(args, only: set[str]) -> int:
         "mode": args.mode, "label": label, "threads": threads, "wall_s": perf() - start,
         "load_start": load_start, "load_end": _load(),
         "env": ", ".join(f"{v}={os.environ.get(v)}" for v in (
-            *THREAD_VARS, "MINIJIT_THREADS", "XLA_FLAGS")),
+            *THREAD_VARS, "OPENBLAS_THREAD_TIMEOUT", "MINIJIT_THREADS", "XLA_FLAGS")),
         "numba_threads": numba.get_num_threads(),
         "minijit_threads": getattr(minijit.config, "threads", "no such option"),
         "jax": f"jax {jax.__version__} on CPU" if jax is not None else

@@ -15,6 +15,7 @@ The public API mirrors JAX for the subset it supports; see README.md for the cou
 from minijit import array_methods as _array_methods  # noqa: F401  (attaches tracer operators)
 from minijit import build, debug, errors, lax, tree, tree_util
 from minijit import numpy as numpy
+from minijit import threads as _threads  # noqa: F401  (OpenMP's idle threads sleep: threads.py)
 from minijit.array import Array
 from minijit.config import config, debug_nans, disable_jit
 from minijit.core import Primitive, ShapedArray, ShapeDtypeStruct, bind

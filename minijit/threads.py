@@ -18,8 +18,13 @@ Invariants:
   kernels run one at a time (`call_lock`);
 - a process forked after the threads started (GNU OpenMP cannot run in such a child) runs
   every kernel serially (`forked`): the executable compiles its serial twin;
-- OpenMP's idle threads sleep (`OMP_WAIT_POLICY=PASSIVE`, unless set): on a shared machine,
+- OpenMP's idle threads sleep (`OMP_WAIT_POLICY=PASSIVE`, unless set, from `import minijit`
+  on, so that it holds whoever starts Numba's threads first): on a shared machine,
   threads that spin waiting for work slowed threaded calls tenfold;
+- OpenBLAS's idle threads sleep too (`OPENBLAS_THREAD_TIMEOUT=4`, unless set, for the BLAS
+  that loads after the first compile: SciPy's, which compiled `np.dot` calls): left at its
+  default they spin for about 0.1 s after each product, on the cores that the program's next
+  kernel, or NumPy's own BLAS, needs;
 - importing this module imports neither Numba nor NumPy: the grader counts cores with it.
 """
 
@@ -31,6 +36,13 @@ from pathlib import Path
 
 # cgroup v2's CPU quota of this container: "max 100000" (none) or "200000 100000" (2 CPUs).
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+
+# OpenMP's idle threads sleep rather than spin (unless the user chose). Spinning threads take
+# the cores from the ones with work: on a busy machine a threaded GELU of 2**17 elements took
+# 7.4 ms against 0.6 ms serial (0.6 ms sleeping, load 2.9 on 2 cores); on an idle one, BLAS's
+# threads run between them (an MLP's products). Set at import: Numba's threading layer reads
+# it once, when the first threaded function runs, whether minijit's or the user's own.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 _state = {"started": False, "usable": False, "layer": None, "blas": False}
 _start_lock = threading.Lock()
@@ -107,10 +119,6 @@ def _start() -> None:
         # Numba sizes its pool from the host's count when it is imported; a container given
         # 2 of 64 cores would start 64 threads that take turns on 2.
         numba.config.NUMBA_NUM_THREADS = parallel.NUM_THREADS = max(n, 1)
-    # OpenMP's idle threads sleep rather than spin (unless the user chose): spinning threads
-    # take the cores from the ones with work on a busy machine, where a threaded GELU of
-    # 2**17 elements took 7.4 ms against 0.6 ms serial (0.6 ms sleeping, load 2.9 on 2 cores)
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         parallel._launch_threads()
     except (ValueError, OSError, ImportError):
@@ -122,6 +130,14 @@ def _start() -> None:
     if layer == "omp":
         os.register_at_fork(after_in_child=lambda: forked.__setitem__(0, True))
     _state.update(started=True, usable=True, layer=layer)
+
+
+def quiet_blas() -> None:
+    """Before the first compile: the BLAS that Numba's `np.dot` loads (SciPy's OpenBLAS, read
+    once when it loads) puts its idle threads to sleep at once (2**4 cycles of spinning
+    instead of 2**28), unless the user chose. Waking them costs microseconds a product; a
+    threaded program's next kernel, run while they spun, took several times as long."""
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def follow_blas() -> None:

@@ -151,3 +151,29 @@ def test_scipys_blas_follows_the_count(monkeypatch):
     monkeypatch.setitem(threads._state, "blas", False)
     threads.follow_blas()  # back to this process's count, for the tests after this one
     assert all(p.num_threads == threads.num_threads() for p in pools)
+
+
+@pytest.mark.parametrize("user", [None, "ACTIVE"])
+def test_idle_threads_sleep_unless_the_user_chose(tmp_path, user):
+    """OpenMP's policy is set from `import minijit` on, before anyone starts Numba's threads;
+    OpenBLAS's spin from the first compile, before `np.dot` loads SciPy's BLAS. A value the
+    user set is kept."""
+    script = textwrap.dedent("""
+        import os, numpy as np
+        import minijit as mj
+        print(os.environ.get("OMP_WAIT_POLICY"), os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
+        mj.jit(lambda x: x + 1.0, backend="numba")(np.ones(3))
+        print(os.environ.get("OMP_WAIT_POLICY"), os.environ.get("OPENBLAS_THREAD_TIMEOUT"))
+    """)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")}
+    env["MINIJIT_CACHE_DIR"] = str(tmp_path)
+    if user:
+        env.update(OMP_WAIT_POLICY=user, OPENBLAS_THREAD_TIMEOUT="20")
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    if user:
+        assert run.stdout.split() == ["ACTIVE", "20", "ACTIVE", "20"]
+    else:
+        assert run.stdout.split() == ["PASSIVE", "None", "PASSIVE", "4"]

@@ -28,6 +28,7 @@ class NumbaExecutable:
                  parallel: bool | None = None):
         t0 = time.perf_counter()
         buffers.keep_freed_heap()  # once per process
+        threads.quiet_blas()  # before compiling `np.dot` loads SciPy's BLAS
         self.source = lower_jaxpr(closed, fun_name, donated, parallel)
         t1 = time.perf_counter()
         avals = [v.aval for v in (*closed.jaxpr.constvars, *closed.jaxpr.invars)]
