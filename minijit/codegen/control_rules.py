@@ -3,7 +3,8 @@
 A sub-Jaxpr (a branch, a loop body) is written inline: its inputs are bound to the operands'
 names, its statements follow, and its outputs are assigned to the equation's results. Loop
 carries are assigned simultaneously (`a, b = new_a, new_b`) and typed exactly, so Numba sees
-one type per variable. An escape-time `fori_loop` is interchanged (see `interchangeable`).
+one type per variable. An escape-time `fori_loop` is interchanged (see `interchangeable`):
+its elements are independent, so a large one threads its outer axis, as a kernel does.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 from minijit import primitives as P
 from minijit.codegen.array_rules import copy_into, empty_like_var
 from minijit.codegen.in_place import spare_carries
-from minijit.codegen.kernels import emit_elements, loop_nest
+from minijit.codegen.kernels import emit_elements, loop_nest, open_loop
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, literal
 from minijit.debug import debug_callback_p
@@ -189,9 +190,11 @@ def _fori_interchanged(lo, eqn, args, outs):
     for o, v, keep in zip(outs, eqn.outvars, stored):
         if keep:
             lo.line(f"{o} = {empty_like_var(lo, v)}")
+    # Elements are independent (each reads its own state and writes its own outputs), so a
+    # large loop runs its outer axis on threads, as an elementwise kernel does
+    threaded = lo.threads_for(int(np.prod(shape, dtype=np.int64)))
     for k, d in enumerate(shape):
-        lo.line(f"for {idx[k]} in range({lo.dim(d)}):")
-        lo.indent += 1
+        open_loop(lo, f"for {idx[k]} in range({lo.dim(d)}):", threaded and k == 0)
     env = {}
     _, subscripts = loop_nest(shape, [v.aval.shape for v in const_vars])
     for v, expr, sub in zip(const_vars, consts, subscripts):

@@ -201,7 +201,7 @@ def _numpy_broadcasts(eqns, rank: int) -> list:
     return found
 
 
-def _open_loop(out, line: str, threaded: bool) -> None:
+def open_loop(out, line: str, threaded: bool) -> None:
     """Write a `for` line and indent; on Numba's threads (`numba.prange`) if `threaded`."""
     if threaded:
         line = line.replace(" in range(", " in numba.prange(", 1)
@@ -361,7 +361,7 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
     for k in range(len(shape)):
         if in_register and k == n_kept and not split:
             out.line(f"{acc} = {init}")
-        _open_loop(out, loop_line(k), threads and k == 0)
+        open_loop(out, loop_line(k), threads and k == 0)
         if split and folded_at is None and threads and k == 0:
             out.line(allocate_scratch)  # each thread its own scratch row
     live = {id(v) for v in kernel.outvars} | ({id(last.invars[0])} if reduction else set())
@@ -433,11 +433,11 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
     for k in range(rank - 1):
         if k == n_kept and not one_row:
             out.line(f"{acc} = {rule.init(dt)}")
-        _open_loop(out, loop_line(k), threads and k == 0)
+        open_loop(out, loop_line(k), threads and k == 0)
         if scratch and threads and k == 0:  # each thread its own scratch row
             out.line(allocate_scratch)
     if members or stores:
-        _open_loop(out, loop_line(rank - 1), False)
+        open_loop(out, loop_line(rank - 1), False)
         atom = _element_body(out, members, full_inputs, env, idx, name, reads, index,
                              {id(v) for v, _ in stores} | {id(folded)})
         for v, outer in stores:
