@@ -107,7 +107,8 @@ def test_control_flow_becomes_native_loops_and_branches():
     def f(x, n):
         y = lax.fori_loop(0, n, lambda i, c: c * 0.5 + x[i % 3], 0.0)
         z = lax.cond(y > 1.0, lambda v: v * 2.0, lambda v: v - 1.0, x)
-        w = lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (0, z))
+        # steps of 2: a loop counting by 1 to a fixed bound is a `for` (counted_loops)
+        w = lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 2, c[1] * 1.5), (0, z))
         return lax.scan(lambda c, v: (c + v, c * v), 0.0, w[1])
     got, want = both(f, np.array([1.0, 2.0, 3.0]), 7)
     assert_same([got[0], got[1]], want)

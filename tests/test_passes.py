@@ -869,6 +869,41 @@ def test_counted_loops_keeps_the_bound_a_body_reads():
     np.testing.assert_array_equal(run(out, [X3, 3])[0][0], X3 + 9.0)
 
 
+def test_counted_loops_turns_a_while_counting_to_a_fixed_bound_into_fori_loop():
+    """`while_loop(lambda s: s[0] < 4, lambda s: (s[0] + 1, ...), (0, x))`, as written by
+    hand: the bound is a literal, or a value the loop does not change (a constant of the
+    condition), not a carry."""
+    def to_literal(x):
+        return lax.while_loop(lambda s: s[0] < 4, lambda s: (s[0] + 1, s[1] * 2.0), (0, x))[1]
+
+    def to_constant(x, n):
+        return lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[1] * 2.0), (0, x))[1]
+
+    out = check_pass(counted_loops, trace(to_literal, X3), [X3], [False])
+    (loop,) = out.jaxpr.eqns
+    assert loop.primitive is fori_loop_p and [a.val for a in loop.invars[:2]] == [0, 4]
+    assert prims(loop.params["body_jaxpr"]) == ["mul"]  # the counter's `add` is gone
+    closed = trace(to_constant, X3, 3)
+    out = check_pass(counted_loops, closed, [X3, 3], [False])
+    (loop,) = out.jaxpr.eqns
+    assert loop.primitive is fori_loop_p and loop.invars[1] is closed.jaxpr.invars[1]
+    for n in (-1, 0, 1, 5):  # no step when the counter starts at or above the bound
+        np.testing.assert_array_equal(run(out, [X3, n])[0][0], X3 * 2.0 ** max(n, 0))
+
+
+def test_counted_loops_keeps_a_while_whose_counter_is_read_or_not_compared_below():
+    def reads_counter(x):
+        return lax.while_loop(lambda s: s[0] < 4, lambda s: (s[0] + 1, s[1] * 2.0), (0, x))
+
+    def at_most(x):
+        return lax.while_loop(lambda s: s[0] <= 4, lambda s: (s[0] + 1, s[1] * 2.0), (0, x))[1]
+
+    for f in (reads_counter, at_most):
+        closed = trace(f, X3)
+        out = check_pass(counted_loops, closed, [X3], [False] * len(closed.out_avals))
+        assert count(out.jaxpr, fori_loop_p) == 0 and count(out.jaxpr, while_p) == 1, f.__name__
+
+
 def test_counted_loops_leaves_other_loops_alone():
     def reads_counter(x):  # the final counter is an output: the scan must stay
         return lax.scan(lambda c, _: ((c[0] + 1, c[1] * 2.0), None), (0, x), None, length=3)[0]
