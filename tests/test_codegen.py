@@ -116,6 +116,25 @@ def test_control_flow_becomes_native_loops_and_branches():
     assert "for " in source and "while True:" in source and "if " in source
 
 
+def test_a_cond_on_a_boolean_tests_the_boolean():
+    """`lax.cond(pred, ...)` stages `index = convert_element_type[int32](pred)`; where only
+    the cond reads the index, the code tests `pred` itself and never builds the index."""
+    def f(x):
+        return lax.cond(mnp.max(x) > 0.0, lambda v: v * 2.0, lambda v: v - 1.0, x)
+
+    def index_read_too(x):  # cse makes the index and the second output one variable
+        p = mnp.max(x) > 0.0
+        return lax.cond(p, lambda v: v * 2.0, lambda v: v - 1.0, x), p.astype(np.int32)
+
+    for x in (np.array([1.0, -2.0]), np.array([-1.0, -2.0])):
+        assert_same(*both(f, x))
+        assert_same(*both(index_read_too, x))
+    source = mj.jit(f, backend="numba").lower(np.ones(2)).as_text()
+    assert "if not " in source and "np.int32(" not in source
+    source = mj.jit(index_read_too, backend="numba").lower(np.ones(2)).as_text()
+    assert "np.int32(" in source
+
+
 def test_generated_source_is_readable_and_names_equations():
     def gelu(x):
         return 0.5 * x * (1 + mnp.tanh(0.7978845608 * (x + 0.044715 * x**3)))

@@ -27,9 +27,11 @@ from minijit.passes.fuse_elementwise import fused_p
 def _cond(lo, eqn, args, outs):
     index, *ops = args
     branches = eqn.params["branches"]
+    pred = lo.predicates.get(id(eqn.invars[0]))  # the boolean the index was converted from
     for k, branch in enumerate(branches):
         head = "if" if k == 0 else "elif"
-        lo.line("else:" if k == len(branches) - 1 and k else f"{head} {index} == {k}:")
+        test = f"not {lo.atom(pred)}" if pred is not None else f"{index} == {k}"
+        lo.line("else:" if k == len(branches) - 1 and k else f"{head} {test}:")
         lo.indent += 1
         lo.bind_inputs(branch, ops)
         lo.jaxpr_body(branch)

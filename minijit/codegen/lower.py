@@ -137,6 +137,9 @@ class Lowering:
         # id(Var) -> the scalar a `broadcast_in_dim` fills it with, where only interchanged
         # loops read it, as their initial state: they read the scalar, and it is never built
         self.fills: dict[int, object] = {}
+        # id(Var) -> the boolean it converts to a `cond`'s int32 index, where only that cond
+        # reads it: the cond tests the boolean (`if not p:`), and the index is never built
+        self.predicates: dict[int, Var] = {}
 
     def threads_for(self, size: int) -> bool:
         """Does a loop over `size` elements written now get threads? Only at the function's
@@ -381,6 +384,7 @@ class Lowering:
             allocate = self.reuse.get(self.name(z)) or empty_like_var(self, z)
             self.into[self.name(v)] = (self.name(z), allocate, sub)
         self.fills.update(_scalar_fills(jaxpr))
+        self.predicates.update(_branch_predicates(jaxpr))
         runs = row_runs(jaxpr, self)
         k = 0
         while k < len(jaxpr.eqns):
@@ -396,6 +400,9 @@ class Lowering:
         self.line(f"# {self.current_eqn}")
         if eqn.outvars and id(eqn.outvars[0]) in self.fills:
             self.line("# (not built: the loop below starts from the scalar)")
+            return
+        if eqn.outvars and id(eqn.outvars[0]) in self.predicates:
+            self.line("# (not built: the cond below tests the boolean)")
             return
         self.eqn(eqn)
 
@@ -462,6 +469,31 @@ def _scalar_fills(jaxpr: Jaxpr) -> dict[int, object]:
                         and k >= 2 + r.params["body_nconsts"] for r, k in uses):
             fills[id(e.outvars[0])] = e.invars[0]
     return fills
+
+
+def _branch_predicates(jaxpr: Jaxpr) -> dict[int, Var]:
+    """{id(index): p} for each `index = convert_element_type[int32](p)` of a boolean `p` that
+    only a two-branch `cond` reads, as its index (`lax.cond(pred, ...)` stages this). The
+    index is 0 or 1 exactly when `p` is False or True, so `if not p:` picks the same branch as
+    `if index == 0:`, and Numba types one variable and one call fewer (the conversion and
+    the comparison were about 2% of control flow 3 deep's compile). Not an output."""
+    readers: dict[int, list[Eqn]] = {}
+    for e in jaxpr.eqns:
+        for a in e.invars:
+            if isinstance(a, Var):
+                readers.setdefault(id(a), []).append(e)
+    returned = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    found = {}
+    for e in jaxpr.eqns:
+        if (e.primitive is not P.convert_element_type_p or e.invars[0].aval.dtype.kind != "b"
+                or e.invars[0].aval.shape or id(e.outvars[0]) in returned):
+            continue
+        (r, *more) = readers.get(id(e.outvars[0]), [None])
+        if (not more and r is not None and r.primitive.name == "cond"
+                and len(r.params["branches"]) == 2 and r.invars[0] is e.outvars[0]
+                and all(a is not e.outvars[0] for a in r.invars[1:])):
+            found[id(e.outvars[0])] = e.invars[0]
+    return found
 
 
 def _preallocatable_outputs(jaxpr: Jaxpr) -> list[Var]:
