@@ -147,15 +147,19 @@ def test_generated_source_is_readable_and_names_equations():
     assert source.count("alloc.empty(") == 0  # the output buffer comes from the caller
 
 
+def mandelbrot(cr, ci):
+    """Escape counts of 50 steps: a loop that codegen interchanges (each point runs the whole
+    loop); test_parallel.py threads it."""
+    def body(i, s):
+        zr, zi, n = s
+        inside = zr * zr + zi * zi <= 4.0
+        return (mnp.where(inside, zr * zr - zi * zi + cr, zr),
+                mnp.where(inside, 2.0 * zr * zi + ci, zi), n + inside.astype(np.int32))
+    z = mnp.zeros_like(cr)
+    return lax.fori_loop(0, 50, body, (z, z, mnp.zeros(cr.shape, np.int32)))[2]
+
+
 def test_mandelbrot_loop_is_interchanged_and_exact():
-    def mandelbrot(cr, ci):
-        def body(i, s):
-            zr, zi, n = s
-            inside = zr * zr + zi * zi <= 4.0
-            return (mnp.where(inside, zr * zr - zi * zi + cr, zr),
-                    mnp.where(inside, 2.0 * zr * zi + ci, zi), n + inside.astype(np.int32))
-        z = mnp.zeros_like(cr)
-        return lax.fori_loop(0, 50, body, (z, z, mnp.zeros(cr.shape, np.int32)))[2]
     ci, cr = np.mgrid[-1.5:1.5:40j, -2:1:40j]
     closed = run_passes(mj.make_jaxpr(mandelbrot)(cr, ci))
     loops = [e for e in closed.eqns if e.primitive.name == "fori_loop"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_codegen import mandelbrot
 
 import minijit as mj
 import minijit.numpy as mnp
@@ -98,31 +99,19 @@ def test_loop_bodies_stay_serial():
     np.testing.assert_array_equal(jf(x), mj.jit(f, backend="numba", parallel=False)(x))
 
 
-def escape_counts(cr, ci):
-    """Mandelbrot's escape-time loop: interchanged, each element runs the whole loop."""
-    def body(i, state):
-        zr, zi, n = state
-        inside = zr * zr + zi * zi <= 4.0
-        return (mnp.where(inside, zr * zr - zi * zi + cr, zr),
-                mnp.where(inside, 2.0 * zr * zi + ci, zi), n + inside.astype(np.int32))
-
-    z = mnp.zeros_like(cr)
-    return mj.lax.fori_loop(0, 50, body, (z, z, mnp.zeros(cr.shape, np.int32)))[2]
-
-
 def test_an_interchanged_loop_threads_its_elements():
     """Each element of an interchanged loop reads and writes only its own state, so a large
     one runs its outer axis on threads, with the serial values."""
     cr, ci = np.meshgrid(np.linspace(-2.0, 1.0, 512), np.linspace(-1.5, 1.5, N // 512))
-    threaded = mj.jit(escape_counts, backend="numba", parallel=True)
+    threaded = mj.jit(mandelbrot, backend="numba", parallel=True)
     text = threaded.lower(cr, ci).as_text()
     assert "interchanged" in text and "for i0 in numba.prange(_n0):" in text
-    serial = mj.jit(escape_counts, backend="numba", parallel=False)
+    serial = mj.jit(mandelbrot, backend="numba", parallel=False)
     want = np.asarray(serial(cr, ci))
     assert 0 < want.min() and want.max() == 50  # points that escape and points that stay
     for _ in range(3):
         np.testing.assert_array_equal(threaded(cr, ci), want)
-    small = mj.jit(escape_counts, backend="numba", parallel=True).lower(cr[:4], ci[:4])
+    small = mj.jit(mandelbrot, backend="numba", parallel=True).lower(cr[:4], ci[:4])
     assert "prange" not in small.as_text()
 
 
