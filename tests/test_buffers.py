@@ -95,6 +95,17 @@ def test_the_pool_keeps_at_most_two_blocks_of_a_size(small_pool):
     assert buffers.stats()["pooled_bytes"] == buffers.POOL_KEEP_EACH * N * 8
 
 
+def test_a_block_larger_than_half_the_pool_is_freed(small_pool, monkeypatch):
+    monkeypatch.setattr(buffers, "POOL_KEEP_BYTES", 2 * N * 8 - 8)  # N * 8 is over half
+    f = mj.jit(affine, backend="numba", parallel=False)
+    f(np.zeros(N))
+    gc.collect()
+    assert buffers.stats()["pooled_bytes"] == 0
+    f(np.zeros(N // 2))
+    gc.collect()
+    assert buffers.stats()["pooled_bytes"] == N // 2 * 8
+
+
 def test_reuse_memory_off_gives_numpy_arrays_and_empties_the_pool(small_pool):
     f = mj.jit(affine, backend="numba", parallel=False)
     x = np.zeros(N)

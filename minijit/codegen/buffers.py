@@ -21,8 +21,9 @@ Invariants:
 - memory is handed out again only when nothing can see it: a pooled output is an array whose
   base is a `_Lease`; the lease returns its memory to the pool from `__del__`, which Python
   runs only once every array and view of that memory is gone;
-- the pool holds at most `POOL_KEEP_BYTES` in all and `POOL_KEEP_EACH` blocks of one size:
-  memory beyond that is freed as NumPy would free it;
+- the pool holds at most `POOL_KEEP_BYTES` in all, `POOL_KEEP_EACH` blocks of one size, and
+  no block larger than half of `POOL_KEEP_BYTES`: memory beyond that is freed as NumPy would
+  free it, so deleting one huge result still gives its memory back;
 - `config.update("reuse_memory", False)` stops both: outputs come from `np.empty` and the
   pool is emptied; set before the first compile, the heap's settings are never touched;
 - thread-safe: the pool's lock is reentrant, since a lease can die, and its `__del__` run,
@@ -42,7 +43,7 @@ from minijit.config import config
 
 POOL_FROM_BYTES = 32 * 2**20  # glibc's largest mmap threshold on 64-bit: above it, new mappings
 TRIM_BYTES = 128 * 2**20  # free memory the heap's top may keep before it is returned
-POOL_KEEP_BYTES = 512 * 2**20
+POOL_KEEP_BYTES = 256 * 2**20
 POOL_KEEP_EACH = 2  # a loop that keeps its last result needs two of a size: last and next
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
@@ -116,6 +117,7 @@ def _give_back(raw: np.ndarray) -> None:
     with _lock:
         blocks = _free.setdefault(raw.nbytes, [])
         if (config.reuse_memory and len(blocks) < POOL_KEEP_EACH
+                and raw.nbytes <= POOL_KEEP_BYTES // 2
                 and _state["pooled_bytes"] + raw.nbytes <= POOL_KEEP_BYTES):
             blocks.append(raw)
             _state["pooled_bytes"] += raw.nbytes
