@@ -113,7 +113,7 @@ def _cli(args: list[str], tag: str, margin: float | None = None,
     environment) every process it starts, kernels included. ``margin``: the seconds the
     main process waits for a worker past its submission's timeout and settle time, instead
     of ``batch.overrun_deadline``'s (for a test that waits for that deadline)."""
-    env = dict(os.environ, MINIJIT_TEST_BATCH=tag)
+    env = dict(os.environ, MINIJIT_TEST_BATCH=tag, PYTHONFAULTHANDLER="1")
     grader = ["-m", "minijit.grading"]
     if margin is not None:
         grader = ["-c", "import sys\nimport minijit.grading.batch as batch\n"
@@ -459,16 +459,17 @@ def test_grader_killed_from_a_cell_keeps_its_rows_and_resumes(tmp_path):
 
 
 @needs_proc
-@pytest.mark.parametrize("signum, group, resume", [(signal.SIGTERM, False, True),
-                                                   (signal.SIGINT, False, False),
-                                                   (signal.SIGTERM, True, False)],
-                         ids=["TERM", "INT", "TERM-to-the-group"])
-def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum, group, resume):
+@pytest.mark.parametrize("signum, group, resume, ignored", [
+    (signal.SIGTERM, False, True, False), (signal.SIGINT, False, False, False),
+    (signal.SIGTERM, True, False, False), (signal.SIGINT, False, False, True)],
+    ids=["TERM", "INT", "TERM-to-the-group", "INT-ignored-at-start"])
+def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum, group, resume, ignored):
     """SIGTERM (or Ctrl-C) while a notebook runs: the finished rows stay, the others are
     not_graded, nothing is left running, the exit status says so; --resume grades what is
     missing. ``timeout`` and CI runners signal the whole process group, workers too. Each
     signal is checked to leave the same gradebook, which is what --resume starts from: it
-    runs after one of them only."""
+    runs after one of them only. A grader started with SIGINT ignored (inherited, as a
+    script's background job gets it) still stops on SIGINT."""
     subs = tmp_path / "subs"
     _write(subs / "a_alice.ipynb", _solution())
     started = tmp_path / "started"
@@ -483,7 +484,8 @@ def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum, group, resume):
             "--timeout", "3000", "--feedback-dir", str(tmp_path / "fb")]
 
     tag = uuid.uuid4().hex
-    proc = _cli(args, tag, start_new_session=group)
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None
+    proc = _cli(args, tag, start_new_session=group, preexec_fn=ignore)
     _wait_for(started.exists, "the slow notebook to start")
     # alice finished before b_slow started: her row is on disk already
     assert [r["student"] for r in _table(out)] == ["a_alice"]
@@ -491,7 +493,15 @@ def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum, group, resume):
         os.killpg(proc.pid, signum)
     else:
         proc.send_signal(signum)
-    _, stderr = proc.communicate(timeout=120)
+    try:
+        _, stderr = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # say where it hangs: its signal masks and stacks
+        masks = [line for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                 if line.startswith(("State", "SigBlk", "SigIgn", "SigCgt"))]
+        proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER (`_cli`): every thread's stack
+        _, stderr = proc.communicate(timeout=60)
+        pytest.fail(f"the grader went on for 120 s after {signal.Signals(signum).name}: "
+                    f"{masks}\n{stderr[-8000:]}")
     assert proc.returncode == 128 + signum, stderr
     assert "--resume" in stderr
     _no_process_left(tag)

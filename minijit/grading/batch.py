@@ -80,9 +80,13 @@ def _failed(message: str, kind: str = "grader_error") -> RunResult:
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM (``kill``, ``timeout``, a CI cancel) raises GradingInterrupted, as Ctrl-C
-    raises KeyboardInterrupt. Only the main thread can handle signals: elsewhere, no-op."""
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, ``timeout``, a CI cancel) and SIGINT (Ctrl-C) raise
+    GradingInterrupted. SIGINT gets its handler here too, not only Python's default one: a
+    process started with SIGINT ignored (a background job of a script, some test runners'
+    children) inherits that, and Python then installs none, so Ctrl-C and ``kill -INT``
+    would leave the batch running. Only the main thread can handle signals: elsewhere,
+    no-op."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -90,11 +94,12 @@ def _sigterm_interrupts() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         raise GradingInterrupted(signum)
 
-    old = signal.signal(signal.SIGTERM, handler)
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 @contextlib.contextmanager
@@ -291,7 +296,7 @@ def grade(submissions: Sequence[str | os.PathLike], *, exercises: dict[str, Exer
     died: dict[int, str] = {}  # submissions whose worker died once, and how
     interrupted = False
     try:
-        with _sigterm_interrupts():
+        with _signals_interrupt():
             for i in todo:
                 if subs[i].read is None:
                     finish(i, _failed(subs[i].problem or "not read", kind="invalid_notebook"))
