@@ -65,7 +65,8 @@ def gelu(x):
 
 def control_flow(p, x):
     y = lax.cond(p, lambda x: mnp.sin(x) * 2.0, lambda x: x + 1.0, x)
-    z = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, y))
+    # counting by 2, it stays a while (counted_loops makes a count by 1 a fori_loop)
+    z = lax.while_loop(lambda c: c[0] < 6, lambda c: (c[0] + 2, c[1] * 2.0), (0, y))
     s, ys = lax.scan(lambda c, v: (c + v, c * v), 0.0, y)
     w = lax.fori_loop(0, 3, lambda i, v: mnp.cos(v) * 0.5 + 1.0, y)
     inner = lax.fori_loop(0, 2, lambda i, v: lax.cond(v[0] > 0, lambda v: mnp.exp(v) * 3.0,
