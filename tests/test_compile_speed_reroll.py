@@ -132,3 +132,51 @@ def test_generated_functions_have_no_c_callable_wrapper():
     f(X)
     (ir,) = f.cache_entries()[0].executable.entry.inspect_llvm().values()
     assert "define" in ir and not re.search(r"define[^\n]*@\"?cfunc\.", ir)
+
+
+# Runs of outputs (`reroll.output_runs`): blocks that each compute one output and differ only
+# in their literals. What would go wrong: a literal taken from the wrong block's table entry,
+# a row stored in the wrong place, a value that something else reads computed only in the
+# loop, an output returned twice stored once.
+
+
+def many_outputs(k, dtype=np.float64):
+    def f(x):
+        if np.dtype(dtype).kind == "f":
+            return [x * dtype(1.0 + j / k) + dtype(j) for j in range(k)]
+        return [x * dtype(j + 2) + dtype(j) for j in range(k)]  # integers wrap as JAX's do
+    return f
+
+
+def test_outputs_that_differ_in_their_literals_are_one_loop_and_exact():
+    text = source(many_outputs(100), X)
+    assert re.search(r"^_T0 = np\.array\(\[", text, re.M)
+    assert "outputs, one row each" in text and len(text.splitlines()) < 60
+    check_exact(many_outputs(100), X)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int8])
+def test_outputs_of_other_dtypes(dtype):
+    x = np.arange(7).astype(dtype)
+    text = source(many_outputs(64, dtype), x)
+    assert "outputs, one row each" in text
+    check_exact(many_outputs(64, dtype), x)
+
+
+def test_outputs_read_elsewhere_or_returned_twice():
+    def also_summed(x):
+        outs = [x * (1.0 + j / 64) + j for j in range(64)]
+        return (*outs, outs[10] + outs[20])  # two rows read again after the run
+
+    def returned_twice(x):
+        outs = [x * (1.0 + j / 64) + j for j in range(64)]
+        return (*outs, outs[5])
+
+    def same_literal(x):  # a literal the same in every block stays a literal
+        return [x * (1.0 + j / 64) - 0.5 for j in range(64)]
+
+    for f in (also_summed, returned_twice, same_literal):
+        check_exact(f, X)
+    text = source(same_literal, X)  # one table per rolled loop: the multipliers
+    assert text.count("outputs, one row each") == text.count(" = np.array([") > 0
+    assert "- 0.5)" in text

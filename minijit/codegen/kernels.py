@@ -21,7 +21,7 @@ import numpy as np
 
 from minijit import build
 from minijit import primitives as P
-from minijit.codegen.reroll import emit_loop, repeated_runs
+from minijit.codegen.reroll import emit_loop, output_runs, repeated_runs
 from minijit.codegen.rules import (
     Indexed,
     Reduction,
@@ -210,13 +210,15 @@ def open_loop(out, line: str, threaded: bool) -> None:
     out.indent += 1
 
 
-def _element_body(out, members, full_inputs, env, idx, name, reads, index, live=None):
+def _element_body(out, members, full_inputs, env, idx, name, reads, index, live=None,
+                  stores=None, stored=None):
     """Inside the loops: read each input of the loop's shape once, compute the members.
     Returns `atom(a)`, the expression of a kernel value for this element."""
     for v, outer in full_inputs:
         env[id(v)] = name(v)
         out.line(f"{name(v)} = {outer}[{index}]")
-    emit_elements(out, members, env, idx, name, reads, live=live)
+    emit_elements(out, members, env, idx, name, reads, live=live, stores=stores,
+                  stored=stored)
 
     def atom(a):
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
@@ -365,12 +367,22 @@ def emit_kernel(out, kernel: Jaxpr, in_exprs: list[str], out_names: list[str], n
         if split and folded_at is None and threads and k == 0:
             out.line(allocate_scratch)  # each thread its own scratch row
     live = {id(v) for v in kernel.outvars} | ({id(last.invars[0])} if reduction else set())
-    atom = _element_body(out, members, full_inputs, env, idx, name, reads, index, live)
+    # outputs that are rows of a stacked buffer, each computed once: a run of blocks that
+    # compute them may store them from a loop (reroll.output_runs)
+    once = [v for v in kernel.outvars if isinstance(v, Var)
+            and sum(w is v for w in kernel.outvars) == 1]
+    stores = {} if reduction or not shape else {
+        id(v): (*out.stacked[outputs[id(v)]], index) for v in once
+        if outputs[id(v)] in out.stacked}
+    stored: set[int] = set()
+    atom = _element_body(out, members, full_inputs, env, idx, name, reads, index, live,
+                         stores, stored)
     if reduction and not split:
         for stmt in rule.combine(acc, atom(last.invars[0]), last.outvars[0].aval.dtype):
             out.line(stmt)
     for v, outer in zip(kernel.outvars, out_names):
-        if isinstance(v, Var) and not (reduction and v is last.outvars[0]):
+        if isinstance(v, Var) and not (reduction and v is last.outvars[0]) and (
+                id(v) not in stored):
             _store(out, outer, atom(v), index if shape else "")
     if split:
         if folded_at is None:
@@ -463,7 +475,9 @@ def _emit_rows(out, kernel: Jaxpr, members, in_exprs, out_names, name, reads, en
 
 def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
                   reads: dict[int, str] | None = None,
-                  after: dict[int, list[str]] | None = None, live: set | None = None) -> None:
+                  after: dict[int, list[str]] | None = None, live: set | None = None,
+                  stores: dict | None = None, stored: set | None = None,
+                  tabled: dict | None = None) -> None:
     """Per-element statements for elementwise equations (and nested elementwise kernels).
 
     `env` maps a variable to its per-element scalar expression, or, for an operand that
@@ -471,20 +485,37 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
     maps a `broadcast_in_dim` equation to the subscript `loop_nest` gave its operand;
     `after` maps a variable to lines written right after the statement that computes it.
     Given `live`, the ids of the values read after `eqns`, long runs of repeated equations
-    become loops (reroll.py).
+    become loops (reroll.py). Given `stores` too ({id(value): (buffer, row, index)} of the
+    values stored into rows of a stacked buffer), runs of blocks that each compute one
+    such row and differ only in their literals become loops that store the rows
+    themselves (`reroll.output_runs`); the ids of the values they stored are added to
+    `stored`. `tabled` maps (id(eqn), operand) to the expression that replaces a literal.
     """
     reads = reads or {}
     after = after or {}
+    tabled = tabled or {}
 
     def atom(a):
         return literal(a.val, a.aval.dtype) if isinstance(a, Lit) else env[id(a)]
 
     unique = {id(e) for e in eqns if e.primitive is fused_p or id(e) in reads
               or any(id(v) in after for v in e.outvars)}
-    runs = repeated_runs(eqns, live, unique) if live is not None else {}
+    # an output run's equations are written by `scalar_expr`, whose literals a table can take
+    scalar_only = unique | {id(e) for e in eqns
+                            if isinstance(numba_rules.get(e.primitive), Indexed)}
+    table_runs = ({} if live is None or not stores or not hasattr(out, "tables") else
+                  output_runs(eqns, {k: v[:2] for k, v in stores.items()}, live,
+                              scalar_only))
+    runs = table_runs or (repeated_runs(eqns, live, unique) if live is not None else {})
     done = 0  # equations before this one are written (a rolled loop wrote several)
     for k, eqn in enumerate(eqns):
         if k < done:
+            continue
+        if k in table_runs:
+            done = _emit_output_loop(out, eqns, k, *table_runs[k], env, stores, stored,
+                                     lambda block, tables: emit_elements(
+                                         out, block, env, idx, name, reads, after,
+                                         tabled=tables))
             continue
         if k in runs:
             done = emit_loop(out, eqns, k, *runs[k], env, lambda block: emit_elements(
@@ -507,11 +538,49 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
         elif isinstance(rule, Indexed):
             expr = rule.rule(atom(eqn.invars[0]), eqn, idx)
         else:
-            expr = scalar_expr(eqn, [atom(a) for a in eqn.invars])
+            expr = scalar_expr(eqn, [tabled.get((id(eqn), j)) or atom(a)
+                                     for j, a in enumerate(eqn.invars)])
         out.line(f"{name(v)} = {expr}")
         env[id(v)] = name(v)
         for text in after.get(id(v), ()):
             out.line(text)
+
+
+def _emit_output_loop(out, eqns, start: int, p: int, repeats: int, env: dict, stores: dict,
+                      stored: set, emit_block) -> int:
+    """Write an output run (`reroll.output_runs`) as one loop; return the index of the
+    equation after it. A literal that differs from block to block is read from a table, a
+    module-level array of its values (Numba compiles a global array in as a constant); one
+    that is the same in every block stays a literal. The table holds exactly the values
+    the literals had, in their dtype, so each row is computed as before."""
+    count = getattr(out, "rolled_loops", 0)
+    out.rolled_loops = count + 1
+    r = f"_r{count}"
+    block = eqns[start:start + p]
+    tables = {}
+    for pos, e in enumerate(block):
+        for j, a in enumerate(e.invars):
+            if not isinstance(a, Lit):
+                continue
+            values = [eqns[start + b * p + pos].invars[j].val for b in range(repeats)]
+            dtype = np.dtype(a.aval.dtype)
+            column = np.asarray(values, dtype=dtype)
+            if len({x.tobytes() for x in column}) == 1:
+                continue  # the same literal in every block
+            table = f"_T{len(out.tables)}"
+            items = ", ".join(literal(v, dtype) for v in column.tolist())
+            out.tables.append(f"{table} = np.array([{items}], dtype=np.{dtype_name(dtype)})")
+            tables[(id(e), j)] = f"{table}[{r}]"
+    buffer, row, index = stores[id(block[-1].outvars[0])]
+    out.line(f"for {r} in range({repeats}):  # {repeats} outputs, one row each (reroll.py)")
+    out.indent += 1
+    emit_block(block, tables)
+    first_row = f"{row} + " if row else ""
+    out.line(f"{buffer}[{first_row}{r}, {index}] = {env[id(block[-1].outvars[0])]}")
+    out.indent -= 1
+    for b in range(repeats):
+        stored.add(id(eqns[start + (b + 1) * p - 1].outvars[0]))
+    return start + p * repeats
 
 
 def _allocate_scratch(out, line: str) -> None:

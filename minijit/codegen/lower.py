@@ -125,6 +125,9 @@ class Lowering:
         self.allocated: set[str] = set()  # bigger arrays allocated ahead, by such a kernel
         self._in_place: dict[int, tuple] = {}  # id(jaxpr) -> (jaxpr, `in_place`)
         self.imports: set[str] = set()  # import lines that rules need in the module
+        # module-level constant arrays, `_T0 = np.array([...])`: the literals of a rolled
+        # run of outputs (kernels._emit_output_loop)
+        self.tables: list[str] = []
         self.read: set[int] = set()  # ids of the Vars some equation or output reads
         # outer name of an output -> the array it writes into: a dead one (plan_buffers), or
         # a loop carry's spare (in_place.spare_carries), free for the whole iteration
@@ -288,7 +291,7 @@ class Lowering:
         head = ["# minijit: generated code; each block names the IR equation it computes.",
                 "import math", "import numba", "import numpy as np",
                 "from minijit.codegen import alloc", "from minijit.codegen import vecmath",
-                *sorted(self.imports),
+                *sorted(self.imports), *self.tables,
                 "", "",
                 # no C-callable twin (`cfunc` wrapper): only Python calls it (~10% of a
                 # small program's compile)

@@ -28,6 +28,10 @@ of a run it returns:
 So the loop's carries are the values one block hands the next, and after the loop, each value
 of the last block is the loop body's variable of that name.
 
+A second kind of run, `output_runs`: blocks that do not hand each other anything but each
+compute one output, identical but for their literals (`[x * c + k for ...]`). The literals go
+to tables, and the loop stores each block's row itself.
+
 Run time: LLVM vectorizes innermost loops only, and the rolled loop is now the innermost one,
 but a chain of dependent operations did not vectorize as straight-line code either: chains of
 300 ops on 2**20 elements (`* 1.0001`, `+ 0.001`, with and without `sin`) ran in the same
@@ -149,3 +153,107 @@ def emit_loop(out, eqns, start: int, p: int, repeats: int, env: dict, emit_block
         for v, w in zip(first.outvars, last.outvars):  # values are the body's variables
             env[id(w)] = env[id(v)]
     return end
+
+
+def output_runs(eqns, stores: dict[int, tuple[str, int]], live_after: set[int],
+                unique=frozenset()) -> dict[int, tuple[int, int]]:
+    """{start: (period, repeats)} of runs of independent blocks that each compute one output
+    into the next row of one stacked buffer, and differ only in their literals:
+
+        n = (l * 1.1)                   for _r0 in range(1000):
+        o = (n + 1.0)                       n = (l * _T0[_r0])
+        outs0[1, i0] = o      becomes       o = (n + _T1[_r0])
+        p = (l * 1.2)                       outs0[1 + _r0, i0] = o
+        q = (p + 2.0)
+        ...
+
+    `[x * c + k for k, c in ...]` traces into such blocks, and 1,000 of them were 3,000
+    statements for Numba (about 11 s to compile). `stores` maps the id of a value stored
+    into a row of a stacked buffer to (buffer, row). Invariants of a run it returns: every
+    operand of a block is a literal (its values, one per block, go to a table), a value of
+    the same block, or the same value from before the run in every block; each block's
+    last equation has one output, stored into row r0 + b of the same buffer for block b and
+    read nowhere else; no other value of a block is read outside it."""
+    n = len(eqns)
+    if n < MIN_EQNS:
+        return {}
+    where = {id(v): k for k, e in enumerate(eqns) for v in e.outvars}
+    read_outside: dict[int, int] = {}  # id(value) -> how many equations read it
+    for e in eqns:
+        for a in e.invars:
+            if isinstance(a, Var):
+                read_outside[id(a)] = read_outside.get(id(a), 0) + 1
+    kinds: dict[tuple, int] = {}
+    sig = [kinds.setdefault(_table_signature(eqns, k, where, unique), len(kinds))
+           for k in range(n)]
+    runs, i = {}, 0
+    while i < n:
+        best = None
+        for p in range(1, min(MAX_PERIOD, (n - i) // 2) + 1):
+            length = 0
+            while i + length + p < n and sig[i + length] == sig[i + length + p]:
+                length += 1
+            repeats = _independent(eqns, i, p, (length + p) // p, where, read_outside,
+                                   stores, live_after)
+            if repeats >= 2 and repeats * p >= MIN_EQNS and (
+                    best is None or repeats * p > best[0] * best[1]):
+                best = (p, repeats)
+        if best:
+            runs[i] = best
+            i += best[0] * best[1]
+        else:
+            i += 1
+    return runs
+
+
+def _table_signature(eqns, k: int, where: dict, unique) -> tuple:
+    """`_signature` with a literal's value left out (only its dtype counts), and a value
+    from earlier in the kernel named by its distance back."""
+    e = eqns[k]
+    if id(e) in unique or len(e.outvars) != 1:
+        return ("unique", k)
+    operands = []
+    for a in e.invars:
+        if isinstance(a, Lit):
+            operands.append(("literal", a.aval.dtype))
+        elif id(a) in where:
+            operands.append(("back", k - where[id(a)]))
+        else:
+            operands.append(("outside", id(a)))
+    params = tuple(sorted((key, repr(v)) for key, v in e.params.items())) if e.params else ()
+    return (e.primitive.name, id(e.primitive), params, tuple(operands),
+            e.outvars[0].aval.shape, e.outvars[0].aval.dtype)
+
+
+def _independent(eqns, start: int, p: int, repeats: int, where, reads: dict, stores,
+                 live_after) -> int:
+    """How many of the `repeats` blocks from `start` form an output run (see `output_runs`):
+    0 unless the first block reads nothing of an earlier block but through an operand that
+    is the same in every block; then the blocks up to the first that breaks the rule."""
+    if repeats < 2:
+        return 0
+    first = eqns[start:start + p]
+    for pos, e in enumerate(first):  # a value from before the block: the same one in all
+        for j, a in enumerate(e.invars):
+            if isinstance(a, Var) and id(a) in where and where[id(a)] < start:
+                if any(eqns[start + b * p + pos].invars[j] is not a for b in range(repeats)):
+                    return 0
+    head = None
+    for b in range(repeats):
+        block = eqns[start + b * p:start + (b + 1) * p]
+        inside = {id(v) for e in block for v in e.outvars}
+        last = block[-1].outvars[0]
+        target = stores.get(id(last))
+        if target is None or reads.get(id(last), 0) or (
+                head is not None and target != (head[0], head[1] + b)):
+            return b
+        head = head or target
+        for e in block[:-1]:  # the block's other values: read only inside the block
+            for v in e.outvars:
+                if id(v) in live_after or id(v) in stores:
+                    return b
+        used = sum(1 for e in block for a in e.invars
+                   if isinstance(a, Var) and id(a) in inside)
+        if used != sum(reads.get(i, 0) for i in inside if i != id(last)):
+            return b
+    return repeats
