@@ -63,6 +63,16 @@ def repeated_runs(eqns, live_after: set[int], unique=frozenset()) -> dict[int, t
         for a in e.invars:
             if isinstance(a, Var):
                 read_at[id(a)] = k
+    return _longest_runs(sig, lambda i, p, repeats: _closed(eqns, i, p, repeats, where,
+                                                           read_at, live_after))
+
+
+def _longest_runs(sig: list[int], close) -> dict[int, tuple[int, int]]:
+    """{start: (period, repeats)}: from each place, the period whose blocks of equal
+    signatures cover the most equations, as far as `close(start, period, repeats)` (the
+    number of those blocks that may form a run) allows; runs do not overlap, and each covers
+    at least `MIN_EQNS` equations."""
+    n = len(sig)
     runs, i = {}, 0
     while i < n:
         best = None
@@ -73,7 +83,7 @@ def repeated_runs(eqns, live_after: set[int], unique=frozenset()) -> dict[int, t
             repeats = (length + p) // p
             if repeats * p < MIN_EQNS or best and repeats * p <= best[0] * best[1]:
                 continue  # too short, or no longer than the best run found
-            repeats = _closed(eqns, i, p, repeats, where, read_at, live_after)
+            repeats = close(i, p, repeats)
             if repeats >= 2 and repeats * p >= MIN_EQNS and (
                     best is None or repeats * p > best[0] * best[1]):
                 best = (p, repeats)
@@ -186,24 +196,8 @@ def output_runs(eqns, stores: dict[int, tuple[str, int]], live_after: set[int],
     kinds: dict[tuple, int] = {}
     sig = [kinds.setdefault(_table_signature(eqns, k, where, unique), len(kinds))
            for k in range(n)]
-    runs, i = {}, 0
-    while i < n:
-        best = None
-        for p in range(1, min(MAX_PERIOD, (n - i) // 2) + 1):
-            length = 0
-            while i + length + p < n and sig[i + length] == sig[i + length + p]:
-                length += 1
-            repeats = _independent(eqns, i, p, (length + p) // p, where, read_outside,
-                                   stores, live_after)
-            if repeats >= 2 and repeats * p >= MIN_EQNS and (
-                    best is None or repeats * p > best[0] * best[1]):
-                best = (p, repeats)
-        if best:
-            runs[i] = best
-            i += best[0] * best[1]
-        else:
-            i += 1
-    return runs
+    return _longest_runs(sig, lambda i, p, repeats: _independent(
+        eqns, i, p, repeats, where, read_outside, stores, live_after))
 
 
 def _table_signature(eqns, k: int, where: dict, unique) -> tuple:
