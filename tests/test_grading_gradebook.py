@@ -108,11 +108,14 @@ def _table(path: Path) -> list[dict[str, str]]:
 
 
 def _cli(args: list[str], tag: str, margin: float | None = None,
-         **kwargs) -> subprocess.Popen:
+         sigint_ignored: bool = False, **kwargs) -> subprocess.Popen:
     """The grader's command line, in a process of its own; ``tag`` marks (in their
     environment) every process it starts, kernels included. ``margin``: the seconds the
     main process waits for a worker past its submission's timeout and settle time, instead
-    of ``batch.overrun_deadline``'s (for a test that waits for that deadline)."""
+    of ``batch.overrun_deadline``'s (for a test that waits for that deadline).
+    ``sigint_ignored``: started with SIGINT ignored, as a script's background job is (by a
+    shell's ``trap``, which ``exec`` keeps: no ``preexec_fn``, which would fork this
+    process's threads' locks into the child)."""
     env = dict(os.environ, MINIJIT_TEST_BATCH=tag, PYTHONFAULTHANDLER="1")
     grader = ["-m", "minijit.grading"]
     if margin is not None:
@@ -120,8 +123,9 @@ def _cli(args: list[str], tag: str, margin: float | None = None,
                   "batch.overrun_deadline = lambda limits: (limits.timeout + "
                   f"limits.settle_timeout + {margin!r})\n"
                   "from minijit.grading.__main__ import main\nsys.exit(main())\n"]
+    shell = ["sh", "-c", 'trap "" INT; exec "$@"', "sh"] if sigint_ignored else []
     return subprocess.Popen(
-        [sys.executable, *grader, "grade", *args, "--no-progress",
+        [*shell, sys.executable, *grader, "grade", *args, "--no-progress",
          "--no-sandbox", "--exercises", DEMO], env=env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, **kwargs)
 
@@ -484,8 +488,7 @@ def test_sigterm_is_ctrl_c_and_resume_finishes(tmp_path, signum, group, resume, 
             "--timeout", "3000", "--feedback-dir", str(tmp_path / "fb")]
 
     tag = uuid.uuid4().hex
-    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None
-    proc = _cli(args, tag, start_new_session=group, preexec_fn=ignore)
+    proc = _cli(args, tag, sigint_ignored=ignored, start_new_session=group)
     _wait_for(started.exists, "the slow notebook to start")
     # alice finished before b_slow started: her row is on disk already
     assert [r["student"] for r in _table(out)] == ["a_alice"]
