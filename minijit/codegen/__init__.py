@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from minijit import threads
-from minijit.codegen import buffers
+from minijit.codegen import buffers as memory  # reused between calls
 from minijit.codegen.compile import compile_source
 from minijit.codegen.lower import CodegenError, lower_jaxpr
 from minijit.ir import ClosedJaxpr
@@ -27,7 +27,7 @@ class NumbaExecutable:
     def __init__(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
                  parallel: bool | None = None):
         t0 = time.perf_counter()
-        buffers.keep_freed_heap()  # once per process
+        memory.keep_freed_heap()  # once per process
         threads.quiet_blas()  # before compiling `np.dot` loads SciPy's BLAS
         self.source = lower_jaxpr(closed, fun_name, donated, parallel)
         t1 = time.perf_counter()
@@ -109,9 +109,9 @@ class NumbaExecutable:
 
 def _allocator(aval):
     """What allocates an output buffer of this type: `np.empty`, or for one large enough that
-    fresh memory costs more than the pool's bookkeeping, `buffers.empty`."""
+    fresh memory costs more than the pool's bookkeeping, `buffers.empty` (`memory` here)."""
     nbytes = int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
-    return buffers.empty if nbytes >= buffers.POOL_FROM_BYTES else np.empty
+    return memory.empty if nbytes >= memory.POOL_FROM_BYTES else np.empty
 
 
 def _threaded_entry(entry, closed, fun_name, donated, avals, readonly):
