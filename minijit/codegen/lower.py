@@ -386,8 +386,9 @@ class Lowering:
             # plan_reuse gives such an array no dead one: an entry is a loop carry's spare
             allocate = self.reuse.get(self.name(z)) or empty_like_var(self, z)
             self.into[self.name(v)] = (self.name(z), allocate, sub)
-        self.fills.update(_scalar_fills(jaxpr))
-        self.predicates.update(_branch_predicates(jaxpr))
+        readers = _readers(jaxpr)
+        self.fills.update(_scalar_fills(jaxpr, readers))
+        self.predicates.update(_branch_predicates(jaxpr, readers))
         runs = row_runs(jaxpr, self)
         k = 0
         while k < len(jaxpr.eqns):
@@ -451,50 +452,53 @@ class Lowering:
                         outs, self.name)
 
 
-def _scalar_fills(jaxpr: Jaxpr) -> dict[int, object]:
-    """{id(v): scalar} for each `v = broadcast_in_dim(scalar)` (`zeros_like(x)`) that only
-    interchanged fori_loops read, and only as initial carries: each element starts from the
-    scalar, so the array need not exist (Mandelbrot's zeros: two arrays built and read once
-    per call). Not an output, not read by anything else."""
-    readers: dict[int, list[tuple[Eqn, int]]] = {}
+def _readers(jaxpr: Jaxpr) -> dict[int, list[tuple[Eqn, int]]]:
+    """{id(v): [(equation, operand position), ...]} of every equation that reads v, and
+    (None, -1) for each time the jaxpr returns it."""
+    readers: dict[int, list[tuple[Eqn | None, int]]] = {}
     for e in jaxpr.eqns:
         for k, a in enumerate(e.invars):
             if isinstance(a, Var):
                 readers.setdefault(id(a), []).append((e, k))
-    returned = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    for a in jaxpr.outvars:
+        if isinstance(a, Var):
+            readers.setdefault(id(a), []).append((None, -1))
+    return readers
+
+
+def _scalar_fills(jaxpr: Jaxpr, readers: dict) -> dict[int, object]:
+    """{id(v): scalar} for each `v = broadcast_in_dim(scalar)` (`zeros_like(x)`) that only
+    interchanged fori_loops read, and only as initial carries: each element starts from the
+    scalar, so the array need not exist (Mandelbrot's zeros: two arrays built and read once
+    per call). Not an output, not read by anything else (`readers`: `_readers(jaxpr)`)."""
     fills = {}
     for e in jaxpr.eqns:
-        if (e.primitive is not P.broadcast_in_dim_p or e.invars[0].aval.shape
-                or id(e.outvars[0]) in returned):
+        if e.primitive is not P.broadcast_in_dim_p or e.invars[0].aval.shape:
             continue
         uses = readers.get(id(e.outvars[0]), [])
-        if uses and all(r.primitive.name == "fori_loop" and interchangeable(r)
-                        and k >= 2 + r.params["body_nconsts"] for r, k in uses):
+        if uses and all(r is not None and r.primitive.name == "fori_loop"
+                        and interchangeable(r) and k >= 2 + r.params["body_nconsts"]
+                        for r, k in uses):
             fills[id(e.outvars[0])] = e.invars[0]
     return fills
 
 
-def _branch_predicates(jaxpr: Jaxpr) -> dict[int, Var]:
+def _branch_predicates(jaxpr: Jaxpr, readers: dict) -> dict[int, Var]:
     """{id(index): p} for each `index = convert_element_type[int32](p)` of a boolean `p` that
     only a two-branch `cond` reads, as its index (`lax.cond(pred, ...)` stages this). The
     index is 0 or 1 exactly when `p` is False or True, so `if not p:` picks the same branch as
     `if index == 0:`, and Numba types one variable and one call fewer (the conversion and
-    the comparison were about 2% of control flow 3 deep's compile). Not an output."""
-    readers: dict[int, list[Eqn]] = {}
-    for e in jaxpr.eqns:
-        for a in e.invars:
-            if isinstance(a, Var):
-                readers.setdefault(id(a), []).append(e)
-    returned = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    the comparison were about 2% of control flow 3 deep's compile). Not an output
+    (`readers`: `_readers(jaxpr)`)."""
     found = {}
     for e in jaxpr.eqns:
         if (e.primitive is not P.convert_element_type_p or e.invars[0].aval.dtype.kind != "b"
-                or e.invars[0].aval.shape or id(e.outvars[0]) in returned):
+                or e.invars[0].aval.shape):
             continue
-        (r, *more) = readers.get(id(e.outvars[0]), [None])
-        if (not more and r is not None and r.primitive.name == "cond"
-                and len(r.params["branches"]) == 2 and r.invars[0] is e.outvars[0]
-                and all(a is not e.outvars[0] for a in r.invars[1:])):
+        uses = readers.get(id(e.outvars[0]), [])
+        if (len(uses) == 1 and uses[0][0] is not None and uses[0][1] == 0
+                and uses[0][0].primitive.name == "cond"
+                and len(uses[0][0].params["branches"]) == 2):
             found[id(e.outvars[0])] = e.invars[0]
     return found
 
