@@ -95,14 +95,17 @@ def _longest_runs(sig: list[int], close) -> dict[int, tuple[int, int]]:
     return runs
 
 
-def _signature(eqns, k: int, where: dict, unique) -> tuple:
+def _signature(eqns, k: int, where: dict, unique, literal_values: bool = True) -> tuple:
+    """What equation k does, wherever it stands: `literal_values=False` leaves a literal's
+    value out (only its dtype counts), for runs whose literals go to tables."""
     e = eqns[k]
     if id(e) in unique:
         return ("unique", k)
     operands = []
     for a in e.invars:
         if isinstance(a, Lit):
-            operands.append(("literal", repr(a.val), a.aval.dtype))
+            operands.append(("literal", repr(a.val) if literal_values else None,
+                             a.aval.dtype))
         elif id(a) in where:  # k - d: how far back it was computed, and which output
             d, j = where[id(a)]
             operands.append((k - d, j))
@@ -187,36 +190,18 @@ def output_runs(eqns, stores: dict[int, tuple[str, int]], live_after: set[int],
     n = len(eqns)
     if n < MIN_EQNS:
         return {}
-    where = {id(v): k for k, e in enumerate(eqns) for v in e.outvars}
+    where = {id(v): (k, j) for k, e in enumerate(eqns) for j, v in enumerate(e.outvars)}
     read_outside: dict[int, int] = {}  # id(value) -> how many equations read it
     for e in eqns:
         for a in e.invars:
             if isinstance(a, Var):
                 read_outside[id(a)] = read_outside.get(id(a), 0) + 1
     kinds: dict[tuple, int] = {}
-    sig = [kinds.setdefault(_table_signature(eqns, k, where, unique), len(kinds))
-           for k in range(n)]
+    single = unique | {id(e) for e in eqns if len(e.outvars) != 1}  # one value per equation
+    sig = [kinds.setdefault(_signature(eqns, k, where, single, literal_values=False),
+                            len(kinds)) for k in range(n)]
     return _longest_runs(sig, lambda i, p, repeats: _independent(
         eqns, i, p, repeats, where, read_outside, stores, live_after))
-
-
-def _table_signature(eqns, k: int, where: dict, unique) -> tuple:
-    """`_signature` with a literal's value left out (only its dtype counts), and a value
-    from earlier in the kernel named by its distance back."""
-    e = eqns[k]
-    if id(e) in unique or len(e.outvars) != 1:
-        return ("unique", k)
-    operands = []
-    for a in e.invars:
-        if isinstance(a, Lit):
-            operands.append(("literal", a.aval.dtype))
-        elif id(a) in where:
-            operands.append(("back", k - where[id(a)]))
-        else:
-            operands.append(("outside", id(a)))
-    params = tuple(sorted((key, repr(v)) for key, v in e.params.items())) if e.params else ()
-    return (e.primitive.name, id(e.primitive), params, tuple(operands),
-            e.outvars[0].aval.shape, e.outvars[0].aval.dtype)
 
 
 def _independent(eqns, start: int, p: int, repeats: int, where, reads: dict, stores,
@@ -229,7 +214,7 @@ def _independent(eqns, start: int, p: int, repeats: int, where, reads: dict, sto
     first = eqns[start:start + p]
     for pos, e in enumerate(first):  # a value from before the block: the same one in all
         for j, a in enumerate(e.invars):
-            if isinstance(a, Var) and id(a) in where and where[id(a)] < start:
+            if isinstance(a, Var) and id(a) in where and where[id(a)][0] < start:
                 if any(eqns[start + b * p + pos].invars[j] is not a for b in range(repeats)):
                     return 0
     head = None
