@@ -21,7 +21,7 @@ import numpy as np
 
 from minijit import build
 from minijit import primitives as P
-from minijit.codegen.reroll import emit_loop, output_runs, repeated_runs
+from minijit.codegen.reroll import emit_loop, emit_output_loop, output_runs, repeated_runs
 from minijit.codegen.rules import (
     Indexed,
     Reduction,
@@ -512,7 +512,7 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
         if k < done:
             continue
         if k in table_runs:
-            done = _emit_output_loop(out, eqns, k, *table_runs[k], env, stores, stored,
+            done = emit_output_loop(out, eqns, k, *table_runs[k], env, stores, stored,
                                      lambda block, tables: emit_elements(
                                          out, block, env, idx, name, reads, after,
                                          tabled=tables))
@@ -544,43 +544,6 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
         env[id(v)] = name(v)
         for text in after.get(id(v), ()):
             out.line(text)
-
-
-def _emit_output_loop(out, eqns, start: int, p: int, repeats: int, env: dict, stores: dict,
-                      stored: set, emit_block) -> int:
-    """Write an output run (`reroll.output_runs`) as one loop; return the index of the
-    equation after it. A literal that differs from block to block is read from a table, a
-    module-level array of its values (Numba compiles a global array in as a constant); one
-    that is the same in every block stays a literal. The table holds exactly the values
-    the literals had, in their dtype, so each row is computed as before."""
-    count = getattr(out, "rolled_loops", 0)
-    out.rolled_loops = count + 1
-    r = f"_r{count}"
-    block = eqns[start:start + p]
-    tables = {}
-    for pos, e in enumerate(block):
-        for j, a in enumerate(e.invars):
-            if not isinstance(a, Lit):
-                continue
-            values = [eqns[start + b * p + pos].invars[j].val for b in range(repeats)]
-            dtype = np.dtype(a.aval.dtype)
-            column = np.asarray(values, dtype=dtype)
-            if len({x.tobytes() for x in column}) == 1:
-                continue  # the same literal in every block
-            table = f"_T{len(out.tables)}"
-            items = ", ".join(literal(v, dtype) for v in column.tolist())
-            out.tables.append(f"{table} = np.array([{items}], dtype=np.{dtype_name(dtype)})")
-            tables[(id(e), j)] = f"{table}[{r}]"
-    buffer, row, index = stores[id(block[-1].outvars[0])]
-    out.line(f"for {r} in range({repeats}):  # {repeats} outputs, one row each (reroll.py)")
-    out.indent += 1
-    emit_block(block, tables)
-    first_row = f"{row} + " if row else ""
-    out.line(f"{buffer}[{first_row}{r}, {index}] = {env[id(block[-1].outvars[0])]}")
-    out.indent -= 1
-    for b in range(repeats):
-        stored.add(id(eqns[start + (b + 1) * p - 1].outvars[0]))
-    return start + p * repeats
 
 
 def _allocate_scratch(out, line: str) -> None:

@@ -126,7 +126,7 @@ class Lowering:
         self._in_place: dict[int, tuple] = {}  # id(jaxpr) -> (jaxpr, `in_place`)
         self.imports: set[str] = set()  # import lines that rules need in the module
         # module-level constant arrays, `_T0 = np.array([...])`: the literals of a rolled
-        # run of outputs (kernels._emit_output_loop)
+        # run of outputs (reroll.emit_output_loop)
         self.tables: list[str] = []
         self.read: set[int] = set()  # ids of the Vars some equation or output reads
         # outer name of an output -> the array it writes into: a dead one (plan_buffers), or

@@ -41,7 +41,9 @@ shorter than `MIN_EQNS` equations stay straight-line code, as the learner wrote 
 
 from __future__ import annotations
 
-from minijit.codegen.scalar_rules import cast
+import numpy as np
+
+from minijit.codegen.scalar_rules import cast, dtype_name, literal
 from minijit.ir import Lit, Var
 
 MIN_EQNS = 48  # a run this long or longer becomes a loop (Numba: 60 to 120 ms of compile)
@@ -236,3 +238,40 @@ def _independent(eqns, start: int, p: int, repeats: int, where, reads: dict, sto
         if used != sum(reads.get(i, 0) for i in inside if i != id(last)):
             return b
     return repeats
+
+
+def emit_output_loop(out, eqns, start: int, p: int, repeats: int, env: dict, stores: dict,
+                      stored: set, emit_block) -> int:
+    """Write an output run (`output_runs`) as one loop; return the index of the
+    equation after it. A literal that differs from block to block is read from a table, a
+    module-level array of its values (Numba compiles a global array in as a constant); one
+    that is the same in every block stays a literal. The table holds exactly the values
+    the literals had, in their dtype, so each row is computed as before."""
+    count = getattr(out, "rolled_loops", 0)
+    out.rolled_loops = count + 1
+    r = f"_r{count}"
+    block = eqns[start:start + p]
+    tables = {}
+    for pos, e in enumerate(block):
+        for j, a in enumerate(e.invars):
+            if not isinstance(a, Lit):
+                continue
+            values = [eqns[start + b * p + pos].invars[j].val for b in range(repeats)]
+            dtype = np.dtype(a.aval.dtype)
+            column = np.asarray(values, dtype=dtype)
+            if len({x.tobytes() for x in column}) == 1:
+                continue  # the same literal in every block
+            table = f"_T{len(out.tables)}"
+            items = ", ".join(literal(v, dtype) for v in column.tolist())
+            out.tables.append(f"{table} = np.array([{items}], dtype=np.{dtype_name(dtype)})")
+            tables[(id(e), j)] = f"{table}[{r}]"
+    buffer, row, index = stores[id(block[-1].outvars[0])]
+    out.line(f"for {r} in range({repeats}):  # {repeats} outputs, one row each (reroll.py)")
+    out.indent += 1
+    emit_block(block, tables)
+    first_row = f"{row} + " if row else ""
+    out.line(f"{buffer}[{first_row}{r}, {index}] = {env[id(block[-1].outvars[0])]}")
+    out.indent -= 1
+    for b in range(repeats):
+        stored.add(id(eqns[start + (b + 1) * p - 1].outvars[0]))
+    return start + p * repeats
