@@ -55,7 +55,8 @@ class NumbaExecutable:
         self.aliased = outputs_to_copy(closed.jaxpr)  # results never share memory
         self._any_aliased = any(self.aliased)
         # each output buffer's shape, dtype and allocator: large ones reuse freed outputs
-        self._buffer_specs = [(a.shape, a.dtype, _allocator(a)) for a in self.source.out_avals]
+        self._buffer_specs = [(a.shape, a.dtype, memory.allocator(a.shape, a.dtype))
+                              for a in self.source.out_avals]
         self._layout = self.source.out_layout  # None: the entry returns every output
         self._plain = not (self._any_scalar_out or self._any_aliased)
         self.fast_call = self._fast_call_for_this_program()
@@ -105,13 +106,6 @@ class NumbaExecutable:
 
     def as_text(self) -> str:
         return self.source.text
-
-
-def _allocator(aval):
-    """What allocates an output buffer of this type: `np.empty`, or for one large enough that
-    fresh memory costs more than the pool's bookkeeping, `buffers.empty` (`memory` here)."""
-    nbytes = int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
-    return memory.empty if nbytes >= memory.POOL_FROM_BYTES else np.empty
 
 
 def _threaded_entry(entry, closed, fun_name, donated, avals, readonly):

@@ -92,24 +92,35 @@ class _Lease:
             pass
 
 
+def nbytes(shape: tuple, dtype) -> int:
+    """The bytes of an array of this shape and dtype."""
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def allocator(shape: tuple, dtype):
+    """What allocates an output buffer of this type: `np.empty`, or for one large enough that
+    fresh memory costs more than the pool's bookkeeping, `empty`."""
+    return empty if nbytes(shape, dtype) >= POOL_FROM_BYTES else np.empty
+
+
 def empty(shape: tuple, dtype) -> np.ndarray:
     """`np.empty(shape, dtype)`, from a freed output's memory when the pool has one of this
     byte size. Used for outputs of `POOL_FROM_BYTES` or more; smaller ones gain nothing."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = nbytes(shape, dtype)
     if not config.reuse_memory:
         drain()
         return np.empty(shape, dtype)
     with _lock:
-        blocks = _free.get(nbytes)
+        blocks = _free.get(size)
         raw = blocks.pop() if blocks else None
         if raw is not None:
-            _state["pooled_bytes"] -= nbytes
+            _state["pooled_bytes"] -= size
             _state["hits"] += 1
         else:
             _state["misses"] += 1
     if raw is None:
-        raw = np.empty(nbytes, np.uint8)
+        raw = np.empty(size, np.uint8)
     return np.asarray(_Lease(raw, tuple(shape), dtype))
 
 
