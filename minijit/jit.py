@@ -407,7 +407,7 @@ class JitFunction:
         if (self._fast is not None and not kwargs and _own["cache_key"] and _own["jit_call"]
                 and self._cache.entries.get(key) is entry):
             fast_key = _fast_key(args)
-            if fast_key is not None:
+            if fast_key is not None and _exactly(args, entry.optimized.jaxpr.invars):
                 self._fast[fast_key] = entry
 
     def _check_hit(self, entry: CacheEntry, call: SplitArgs) -> None:
@@ -722,6 +722,13 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
 # --------------------------------------------------------------------------- helpers
 
 _fast_path_flags = config._fast_path_flags  # read directly on the hot path (see Config)
+
+
+def _exactly(args, invars) -> bool:
+    """Whether `args` are arrays of exactly the program's input types: the fast path passes
+    them to compiled code unchecked (`NumbaExecutable.fast_call`)."""
+    return len(args) == len(invars) and all(
+        a.dtype == v.aval.dtype and a.shape == v.aval.shape for a, v in zip(args, invars))
 
 
 def _fast_key(args) -> tuple | None:

@@ -164,6 +164,30 @@ def test_every_layout_gives_correct_results(fast_path, backend, layout, warm):
     np.testing.assert_array_equal(x, before)  # inputs are never written
 
 
+def test_the_fast_path_gives_each_type_its_own_program(fast_path):
+    """Serial compiled code is called on the fast path through its entry point, which checks
+    nothing (`codegen._entry_point`): an array of another dtype or rank would be read as the
+    compiled type. Each must reach the program compiled for it, however the calls alternate."""
+    f = mj.jit(lambda a: a * 2 + 1)
+    cases = [np.arange(6.0), np.arange(6), np.arange(6, dtype=np.int32),
+             np.arange(6.0, dtype=np.float32), np.arange(6.0).reshape(2, 3),
+             np.arange(6, dtype=np.uint8), np.arange(6.0).reshape(1, 2, 3)]
+    for _ in range(3):
+        for x in cases:
+            got = f(x)
+            assert got.dtype == x.dtype and got.shape == x.shape
+            np.testing.assert_array_equal(got, (x * 2 + 1).astype(x.dtype))
+    assert len(f._cache.fast) == len(cases)
+
+
+def test_the_fast_path_takes_only_arrays_of_the_programs_exact_types():
+    invars = mj.make_jaxpr(lambda a: a + 1)(np.zeros(3, np.float32)).jaxpr.invars
+    assert jit_module._exactly((np.zeros(3, np.float32),), invars)
+    assert not jit_module._exactly((np.zeros(3),), invars)  # another dtype
+    assert not jit_module._exactly((np.zeros(4, np.float32),), invars)  # another shape
+    assert not jit_module._exactly((np.zeros(3, np.float32),) * 2, invars)  # another count
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("layout", list(_layouts()))
 def test_every_layout_can_be_donated(backend, layout):
