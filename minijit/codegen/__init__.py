@@ -115,9 +115,8 @@ def _entry_point(dispatcher):
     """The compiled function of `dispatcher` (which has exactly one, see `compile_source`),
     without the dispatcher in front: Numba's CPython wrapper itself. It does not check what
     it is given, so it is called only with arguments of exactly the compiled types (an array
-    of another dtype or rank would be read as if it were one of these). The dispatcher itself
-    where there is no single compiled function to take (`NUMBA_DISABLE_JIT` gives a plain
-    Python function)."""
+    of another dtype or rank would be read as if it were one of these). Should the dispatcher
+    ever hold more than one, it is returned itself, to choose among them."""
     overloads = getattr(dispatcher, "overloads", {})
     if len(overloads) != 1:
         return dispatcher
