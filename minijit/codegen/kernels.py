@@ -500,12 +500,14 @@ def emit_elements(out, eqns, env: dict[int, str], idx: list[str], name,
 
     unique = {id(e) for e in eqns if e.primitive is fused_p or id(e) in reads
               or any(id(v) in after for v in e.outvars)}
-    # an output run's equations are written by `scalar_expr`, whose literals a table can take
-    scalar_only = unique | {id(e) for e in eqns
-                            if isinstance(numba_rules.get(e.primitive), Indexed)}
-    table_runs = ({} if live is None or not stores or not hasattr(out, "tables") else
-                  output_runs(eqns, {k: v[:2] for k, v in stores.items()}, live,
-                              scalar_only))
+    table_runs = {}
+    if live is not None and stores and hasattr(out, "tables"):
+        # an output run's equations are written by `scalar_expr`, whose literals a table can
+        # take
+        scalar_only = unique | {id(e) for e in eqns
+                                if isinstance(numba_rules.get(e.primitive), Indexed)}
+        table_runs = output_runs(eqns, {k: v[:2] for k, v in stores.items()}, live,
+                                 scalar_only)
     runs = table_runs or (repeated_runs(eqns, live, unique) if live is not None else {})
     done = 0  # equations before this one are written (a rolled loop wrote several)
     for k, eqn in enumerate(eqns):
