@@ -106,6 +106,45 @@ def test_a_block_larger_than_half_the_pool_is_freed(small_pool, monkeypatch):
     assert buffers.stats()["pooled_bytes"] == N // 2 * 8
 
 
+def test_a_new_size_makes_room_by_freeing_the_oldest_blocks(small_pool, monkeypatch):
+    # Room for four blocks of N float64. Two sizes used early fill it; a third size used
+    # later must still be pooled (its calls hit), at the cost of the blocks given back first.
+    monkeypatch.setattr(buffers, "POOL_KEEP_BYTES", 4 * N * 8)
+    f = mj.jit(affine, backend="numba", parallel=False)
+    early = [f(np.zeros(N)), f(np.zeros(N)), f(np.zeros(N - 8)), f(np.zeros(N - 8))]
+    while early:
+        early.pop(0)  # given back in this order: N, N, N - 8, N - 8
+    gc.collect()
+    assert buffers.stats()["pooled_bytes"] == 2 * N * 8 + 2 * (N - 8) * 8
+    x = np.arange(N - 16, dtype=np.float64)
+    first = f(x)  # a miss; given back below, it pushes out the oldest block
+    del first
+    gc.collect()
+    assert buffers.stats()["pooled_bytes"] == N * 8 + 2 * (N - 8) * 8 + (N - 16) * 8
+    hits = buffers.stats()["hits"]
+    again = [f(x) for _ in range(3)]
+    assert buffers.stats()["hits"] == hits + 1  # the one pooled block of the new size
+    for y in again:
+        np.testing.assert_array_equal(y, 2.0 * x + 1.0)
+    assert [b.nbytes for b in buffers._free[N * 8]] == [N * 8]  # one of the two early N
+
+
+def test_a_hit_takes_its_block_out_of_the_age_order(small_pool, monkeypatch):
+    monkeypatch.setattr(buffers, "POOL_KEEP_BYTES", 2 * N * 8)
+    f = mj.jit(affine, backend="numba", parallel=False)
+    for _ in range(20):  # sizes in turn: every give-back and every hit keep the books right
+        for n in (N, N - 8, N - 16):
+            y = f(np.ones(n))
+            assert (y == 3.0).all()
+            del y
+            gc.collect()
+            st = buffers.stats()
+            assert st["pooled_bytes"] <= 2 * N * 8
+            assert st["pooled_bytes"] == sum(b.nbytes for bs in buffers._free.values()
+                                             for b in bs)
+            assert len(buffers._given_back) == sum(map(len, buffers._free.values()))
+
+
 def test_reuse_memory_off_gives_numpy_arrays_and_empties_the_pool(small_pool):
     f = mj.jit(affine, backend="numba", parallel=False)
     x = np.zeros(N)
