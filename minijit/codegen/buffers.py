@@ -26,8 +26,9 @@ Invariants:
   free it, so deleting one huge result still gives its memory back;
 - a freed block that would overfill the pool makes room by freeing the blocks given back
   longest ago: the pool holds the sizes used last. Kept first-come instead, a program's
-  early outputs (a GELU's 80 MB ones) filled it for good, and every later size missed it:
-  a softmax's 32 MB output faulted in on each call, 13 ms where 1.8 ms was the work;
+  early outputs (a GELU's 80 MB ones) filled it for good, and every later size missed it
+  (on a 13-core machine a softmax's 32 MB output then faulted in on each call: 13 ms a call,
+  against 1.8 ms with the pool, benchmarks/README.md);
 - `config.update("reuse_memory", False)` stops both: outputs come from `np.empty` and the
   pool is emptied; set before the first compile, the heap's settings are never touched;
 - thread-safe: the pool's lock is reentrant, since a lease can die, and its `__del__` run,
