@@ -130,10 +130,14 @@ def test_a_new_size_makes_room_by_freeing_the_oldest_blocks(small_pool, monkeypa
 
 
 def test_a_hit_takes_its_block_out_of_the_age_order(small_pool, monkeypatch):
+    # Room for two blocks. In each round N is used, then N - 8, then N again (a hit, after
+    # which N's block is the newest), then N - 16, which pushes out N - 8, the oldest: so
+    # every round after the first finds N's block twice.
     monkeypatch.setattr(buffers, "POOL_KEEP_BYTES", 2 * N * 8)
     f = mj.jit(affine, backend="numba", parallel=False)
-    for _ in range(20):  # sizes in turn: every give-back and every hit keep the books right
-        for n in (N, N - 8, N - 16):
+    hits = buffers.stats()["hits"]
+    for _ in range(20):
+        for n in (N, N - 8, N, N - 16):
             y = f(np.ones(n))
             assert (y == 3.0).all()
             del y
@@ -143,6 +147,7 @@ def test_a_hit_takes_its_block_out_of_the_age_order(small_pool, monkeypatch):
             assert st["pooled_bytes"] == sum(b.nbytes for bs in buffers._free.values()
                                              for b in bs)
             assert len(buffers._given_back) == sum(map(len, buffers._free.values()))
+    assert buffers.stats()["hits"] - hits == 1 + 2 * 19
 
 
 def test_reuse_memory_off_gives_numpy_arrays_and_empties_the_pool(small_pool):
