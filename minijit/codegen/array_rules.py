@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from minijit import primitives as P
+from minijit import threads
+from minijit.codegen import blas
 from minijit.codegen.in_place import leading_pad, update_start
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, dtype_name, literal, wrapping
@@ -320,16 +322,31 @@ def _dot_general(lo, eqn, args, outs):
     o = eqn.outvars[0]
     (lc, rc), _ = eqn.params["dimension_numbers"]
     a, b = args
-    if len(shape_of(lhs)) == 2 and lc == (0,):
+    ra, rb = len(shape_of(lhs)), len(shape_of(rhs))
+    ta, tb = int(ra == 2 and lc == (0,)), int(rb == 2 and rc == (1,))
+    if o.aval.dtype in (np.float64, np.float32) and blas.usable(threads.num_threads()):
+        # NumPy's BLAS, told to transpose rather than given a transposed copy; a vector is a
+        # matrix of one row (left) or one column (right)
+        if ra == 1:
+            a = f"np.ascontiguousarray({a}).reshape((1, {a}.shape[0]))"
+        if rb == 1:
+            b = f"np.ascontiguousarray({b}).reshape(({b}.shape[0], 1))"
+        lo.imports.add("from minijit.codegen import blas")
+        kind = "f64" if o.aval.dtype == np.float64 else "f32"
+        product = f"blas.matmul_{kind}({a}, {b}, {ta}, {tb})"
+        lo.line(f"{outs[0]} = {product}" if ra == rb == 2 else
+                f"{outs[0]} = {product}.reshape({lo.shape(shape_of(o))})" if shape_of(o)
+                else f"{outs[0]} = {product}[0, 0]")
+        return
+    if ta:
         a = f"np.ascontiguousarray({a}.T)"
-    if len(shape_of(rhs)) == 2 and rc == (1,):
+    if tb:
         b = f"np.ascontiguousarray({b}.T)"
     if o.aval.dtype.kind == "f":
         lo.line(f"{outs[0]} = np.dot({a}, {b})")
         return
     # Integers and bools: BLAS has no integer routines, so loop.
     ta, tb, r, acc = (f"_{n}_{outs[0]}" for n in ("a", "b", "r", "acc"))
-    ra, rb = len(shape_of(lhs)), len(shape_of(rhs))
     m = f"{a}.shape[0]" if ra == 2 else "1"
     n = f"{b}.shape[1]" if rb == 2 else "1"
     lo.line(f"{ta} = np.ascontiguousarray({a}).reshape(({m}, {a}.shape[-1]))")

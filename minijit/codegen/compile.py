@@ -100,13 +100,13 @@ def code_of(text: str) -> str:
 
 
 def _library_hash() -> str:
-    """A hash of the modules generated code calls into (`vecmath`, `layout`, `folds`, `alloc`):
-    Numba's disk cache keeps their machine code inside the caller's, so a change to them must
-    miss."""
+    """A hash of the modules generated code calls into (`vecmath`, `layout`, `folds`, `alloc`,
+    `blas`): Numba's disk cache keeps their machine code inside the caller's, so a change to
+    them must miss."""
     h = hashlib.sha256()
     here = Path(__file__).parent
     for path in sorted([*here.glob("vecmath/*.py"), here / "layout.py", here / "folds.py",
-                        here / "alloc.py"]):
+                        here / "alloc.py", here / "blas.py"]):
         h.update(path.read_bytes())
     return h.hexdigest()
 

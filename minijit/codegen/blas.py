@@ -1,0 +1,133 @@
+"""Matrix products for generated code, on NumPy's own BLAS (chapter 09).
+
+Numba compiles `np.dot` to a call into SciPy's BLAS. NumPy's wheels carry their own OpenBLAS
+(the `scipy-openblas64` build: 64-bit integers, symbols named `scipy_cblas_dgemm64_`), and
+for the products a network layer makes it was the faster of the two: on the 13-core machine
+of benchmarks/README.md, 256x512 times 512x512 took 0.60-0.63 ms (float64) and 0.27-0.29 ms
+(float32) on NumPy's against 0.85-0.89 and 0.69-0.73 ms on SciPy's (13 threads each, three
+processes). So generated code calls `matmul_f64` / `matmul_f32` here, which call NumPy's
+`cblas_?gemm`, where
+
+- NumPy's BLAS is that build (`AVAILABLE`): others (a conda NumPy on MKL, a system BLAS) keep
+  `np.dot` and SciPy's BLAS;
+- and its thread count is the one compiled code should use (`usable`): OpenBLAS has one count
+  for the whole process, so minijit never changes NumPy's (the user's NumPy would follow it);
+  where they differ (`config.update("threads", 1)` with NumPy on every core), products go to
+  SciPy's BLAS, whose count minijit sets (`threads.follow_blas`).
+
+The library's functions are given to LLVM under names of minijit's own (`add_symbol`), and the
+compiled code calls them by name, so Numba's disk cache can store it: a new process registers
+the names again when generated code imports this module, before Numba loads the cached code.
+
+Invariants: `matmul_*(a, b, ta, tb)` returns a new C-contiguous array equal to `op(a) @ op(b)`,
+`op(x)` being `x.T` where the flag is 1; `a` and `b` are 2-D and are only read; a zero-size
+dimension gives an empty or an all-zero result without calling BLAS.
+`compile._library_hash` covers this file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import numba
+import numpy as np
+from numba import types
+
+# CBLAS's enumerations
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+
+
+def _find_library() -> ctypes.CDLL | None:
+    """NumPy's scipy-openblas64 library, already loaded by NumPy; None for another BLAS."""
+    info = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    if info.get("name") != "scipy-openblas" or "USE64BITINT" not in str(
+            info.get("openblas configuration", "")):
+        return None
+    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libs, "libscipy_openblas64_*.so"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        if all(hasattr(lib, s) for s in ("scipy_cblas_dgemm64_", "scipy_cblas_sgemm64_",
+                                         "scipy_openblas_get_num_threads64_")):
+            return lib
+    return None
+
+
+def _register(lib: ctypes.CDLL | None) -> bool:
+    if lib is None:
+        return False
+    from llvmlite import binding as llvm
+
+    for ours, theirs in (("minijit_cblas_dgemm", "scipy_cblas_dgemm64_"),
+                         ("minijit_cblas_sgemm", "scipy_cblas_sgemm64_")):
+        llvm.add_symbol(ours, ctypes.cast(getattr(lib, theirs), ctypes.c_void_p).value)
+    return True
+
+
+try:
+    _LIB = _find_library()
+except (OSError, AttributeError, TypeError):  # an unusual NumPy: keep SciPy's BLAS
+    _LIB = None
+AVAILABLE = _register(_LIB)
+
+
+def usable(threads: int) -> bool:
+    """Whether products compiled now should call NumPy's BLAS: it is this build, and it runs
+    on the `threads` that compiled code may use."""
+    if not AVAILABLE:
+        return False
+    _LIB.scipy_openblas_get_num_threads64_.restype = ctypes.c_int
+    return _LIB.scipy_openblas_get_num_threads64_() == threads
+
+
+def _gemm(dtype):
+    p = types.CPointer(dtype)
+    i = types.int64
+    return types.ExternalFunction(
+        f"minijit_cblas_{'d' if dtype is types.float64 else 's'}gemm",
+        types.void(types.intc, types.intc, types.intc, i, i, i, dtype, p, i, p, i, dtype, p, i))
+
+
+_dgemm, _sgemm = _gemm(types.float64), _gemm(types.float32)
+
+
+@numba.njit(cache=True)
+def _sizes(a, b, ta, tb):
+    m, k = (a.shape[1], a.shape[0]) if ta else (a.shape[0], a.shape[1])
+    n = b.shape[0] if tb else b.shape[1]
+    return m, k, n
+
+
+@numba.njit(cache=True)
+def matmul_f64(a, b, ta, tb):
+    """`op(a) @ op(b)` for float64, `op` transposing where `ta` / `tb` is 1."""
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    m, k, n = _sizes(a, b, ta, tb)
+    if k == 0:
+        return np.zeros((m, n), np.float64)
+    c = np.empty((m, n), np.float64)
+    if m and n:
+        _dgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0,
+               a.ctypes, a.shape[1], b.ctypes, b.shape[1], 0.0, c.ctypes, n)
+    return c
+
+
+@numba.njit(cache=True)
+def matmul_f32(a, b, ta, tb):
+    """`op(a) @ op(b)` for float32, `op` transposing where `ta` / `tb` is 1."""
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    m, k, n = _sizes(a, b, ta, tb)
+    if k == 0:
+        return np.zeros((m, n), np.float32)
+    c = np.empty((m, n), np.float32)
+    if m and n:
+        _sgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k,
+               np.float32(1.0), a.ctypes, a.shape[1], b.ctypes, b.shape[1], np.float32(0.0),
+               c.ctypes, n)
+    return c

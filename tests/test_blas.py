@@ -1,0 +1,154 @@
+"""Matrix products on NumPy's own BLAS (`minijit/codegen/blas.py`): which library a product
+calls, and that every shape, transposition and dtype it takes gives NumPy's values."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import minijit as mj
+import minijit.lax as lax
+import minijit.numpy as mnp
+from minijit.codegen import blas
+
+NUMPYS_BLAS = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+WHEEL = NUMPYS_BLAS.get("name") == "scipy-openblas" and "USE64BITINT" in str(
+    NUMPYS_BLAS.get("openblas configuration", ""))
+
+
+def numpys_blas_threads() -> int:
+    lib = blas._LIB
+    return lib.scipy_openblas_get_num_threads64_()
+
+
+@pytest.fixture
+def on_numpys_blas():
+    """minijit's thread count set to NumPy's BLAS's, so that products call it."""
+    if not blas.AVAILABLE:
+        pytest.fail("NumPy's BLAS is not the scipy-openblas64 build this project installs")
+    mj.config.update("threads", numpys_blas_threads())
+    yield
+    mj.config.update("threads", None)
+
+
+def test_numpys_wheel_blas_is_found_and_only_it():
+    # pip's NumPy carries scipy-openblas64: found. Any other BLAS: not used, np.dot instead.
+    assert blas.AVAILABLE == WHEEL
+
+
+def test_usable_only_at_numpys_thread_count(on_numpys_blas):
+    n = numpys_blas_threads()
+    assert blas.usable(n)
+    assert not blas.usable(n + 1)
+
+
+def product_source(f, *args) -> str:
+    return mj.jit(f, backend="numba").lower(*args).as_text()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("m,k,n", [(3, 4, 2), (1, 1, 1), (0, 4, 2), (3, 0, 2), (3, 4, 0),
+                                   (65, 130, 33)])
+def test_products_agree_with_numpy(on_numpys_blas, dtype, m, k, n):
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    cases = [
+        (lambda a, b: a @ b, (a, b), a @ b),
+        # contracting the left operand's first axis, the right one's second: BLAS is told to
+        # transpose, no transposed copy is made
+        (lambda at, b: lax.dot_general(at, b, (((0,), (0,)), ((), ()))), (a.T.copy(), b), a @ b),
+        (lambda a, bt: lax.dot_general(a, bt, (((1,), (1,)), ((), ()))), (a, b.T.copy()), a @ b),
+        (lambda at, bt: lax.dot_general(at, bt, (((0,), (1,)), ((), ()))),
+         (a.T.copy(), b.T.copy()), a @ b),
+        # vectors on either side, and both
+        (lambda a, v: a @ v, (a, b[:, 0].copy() if n else np.ones(k, dtype)),
+         a @ (b[:, 0] if n else np.ones(k, dtype))),
+        (lambda u, b: u @ b, (a[0].copy() if m else np.ones(k, dtype), b),
+         (a[0] if m else np.ones(k, dtype)) @ b),
+        (lambda u, v: mnp.dot(u, v), (np.arange(k, dtype=dtype), np.ones(k, dtype)),
+         np.arange(k, dtype=dtype) @ np.ones(k, dtype)),
+        # operands that are strided views inside the program
+        (lambda a2, b: a2[::2, 1:] @ b, (np.repeat(np.pad(a, ((0, 0), (1, 0))), 2, axis=0), b),
+         a @ b),
+    ]
+    for f, args, want in cases:
+        got = mj.jit(f, backend="numba")(*args)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, **tol)
+        assert "blas.matmul_" in product_source(f, *args)
+        assert "np.dot(" not in product_source(f, *args)
+
+
+def test_another_thread_count_keeps_scipys_blas():
+    # OpenBLAS has one thread count per process: minijit never changes NumPy's, so a program
+    # compiled for another count calls SciPy's BLAS (np.dot), whose count minijit sets.
+    if not blas.AVAILABLE:
+        pytest.fail("NumPy's BLAS is not the scipy-openblas64 build this project installs")
+    mj.config.update("threads", numpys_blas_threads() + 1)
+    try:
+        a = np.random.default_rng(0).standard_normal((5, 3))
+        src = product_source(lambda a: a @ a.T, a)
+        assert "np.dot(" in src and "blas." not in src
+        np.testing.assert_allclose(mj.jit(lambda a: a @ a.T, backend="numba")(a), a @ a.T,
+                                   rtol=1e-12)
+    finally:
+        mj.config.update("threads", None)
+
+
+def test_products_never_write_their_operands(on_numpys_blas):
+    a = np.random.default_rng(1).standard_normal((8, 6))
+    b = np.random.default_rng(2).standard_normal((6, 4))
+    a0, b0 = a.copy(), b.copy()
+    mj.jit(lambda a, b: mnp.tanh(a @ b) + 1.0, backend="numba")(a, b)
+    assert np.array_equal(a, a0) and np.array_equal(b, b0)
+
+
+def test_many_threads_calling_one_product(on_numpys_blas):
+    f = mj.jit(lambda a, b: mnp.tanh(a @ b), backend="numba")
+    rng = np.random.default_rng(3)
+    pairs = [(rng.standard_normal((40, 30)), rng.standard_normal((30, 20))) for _ in range(16)]
+    f(*pairs[0])  # compiled once; the threads then call it together
+    got = [None] * len(pairs)
+
+    def work(i):
+        for _ in range(20):
+            got[i] = f(*pairs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(pairs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (a, b), g in zip(pairs, got):
+        np.testing.assert_allclose(g, np.tanh(a @ b), rtol=1e-12)
+
+
+def test_a_new_process_loads_a_product_from_the_disk_cache(tmp_path):
+    # The compiled code calls NumPy's BLAS by a name minijit gives LLVM: a new process must
+    # register it again before Numba loads the cached machine code.
+    script = textwrap.dedent("""
+        import numpy as np, minijit as mj
+        from minijit.codegen import blas, compile
+        mj.config.update("threads", blas._LIB.scipy_openblas_get_num_threads64_())
+        a = np.arange(12.0).reshape(3, 4)
+        f = mj.jit(lambda a: a @ a.T + 1.0, backend="numba")
+        assert "blas.matmul_f64" in f.lower(a).as_text()
+        np.testing.assert_array_equal(f(a), a @ a.T + 1.0)
+        print(compile.stats["disk_hits"], compile.stats["compiled"])
+    """)
+    env = {**os.environ, "MINIJIT_CACHE_DIR": str(tmp_path / "cache"),
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    assert runs[0].stdout.split() == ["0", "1"]  # compiled and stored
+    assert runs[1].stdout.split() == ["1", "0"]  # loaded, no compile
