@@ -30,8 +30,9 @@ def numpys_blas_threads() -> int:
 @pytest.fixture
 def on_numpys_blas():
     """minijit's thread count set to NumPy's BLAS's, so that products call it."""
-    if not blas.AVAILABLE:
-        pytest.fail("NumPy's BLAS is not the scipy-openblas64 build this project installs")
+    if not blas.AVAILABLE:  # a conda NumPy, say: `test_numpys_wheel_blas_is_found_and_only_it`
+        pytest.skip("NumPy's BLAS here is not the scipy-openblas64 build pip installs: "
+                    "products call SciPy's (test_another_thread_count_keeps_scipys_blas)")
     mj.config.update("threads", numpys_blas_threads())
     yield
     mj.config.update("threads", None)
@@ -90,9 +91,7 @@ def test_products_agree_with_numpy(on_numpys_blas, dtype, m, k, n):
 def test_another_thread_count_keeps_scipys_blas():
     # OpenBLAS has one thread count per process: minijit never changes NumPy's, so a program
     # compiled for another count calls SciPy's BLAS (np.dot), whose count minijit sets.
-    if not blas.AVAILABLE:
-        pytest.fail("NumPy's BLAS is not the scipy-openblas64 build this project installs")
-    mj.config.update("threads", numpys_blas_threads() + 1)
+    mj.config.update("threads", numpys_blas_threads() + 1 if blas.AVAILABLE else 2)
     try:
         a = np.random.default_rng(0).standard_normal((5, 3))
         src = product_source(lambda a: a @ a.T, a)
@@ -131,7 +130,7 @@ def test_many_threads_calling_one_product(on_numpys_blas):
         np.testing.assert_allclose(g, np.tanh(a @ b), rtol=1e-12)
 
 
-def test_a_new_process_loads_a_product_from_the_disk_cache(tmp_path):
+def test_a_new_process_loads_a_product_from_the_disk_cache(on_numpys_blas, tmp_path):
     # The compiled code calls NumPy's BLAS by a name minijit gives LLVM: a new process must
     # register it again before Numba loads the cached machine code.
     script = textwrap.dedent("""
