@@ -362,6 +362,9 @@ impl_rules[P.argmin_p] = lambda x, *, axes, index_dtype: [
 
 def _dot_general(lhs, rhs, *, dimension_numbers, preferred_element_type):
     (lc, rc), _ = dimension_numbers
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    if P.multiplies_in_preferred(lhs.dtype, preferred_element_type):
+        lhs, rhs = lhs.astype(preferred_element_type), rhs.astype(preferred_element_type)
     out = np.tensordot(lhs, rhs, axes=(tuple(lc), tuple(rc)))
     return [np.asarray(out).astype(preferred_element_type, copy=False)]
 

@@ -317,6 +317,20 @@ def _dot_general_rule(lhs, rhs, *, dimension_numbers, preferred_element_type):
 abstract_eval_rules[dot_general_p] = _dot_general_rule
 
 
+def multiplies_in_preferred(operand, preferred) -> bool:
+    """Does `dot_general` convert its operands to `preferred_element_type` before it multiplies,
+    rather than convert its result? As JAX does: float32 operands with float64 preferred sum
+    float64 products, int8 ones with int32 preferred never wrap at int8, and int32 ones with
+    float32 preferred are multiplied as floats. Not for a narrower float, nor for floats made
+    integers (JAX rounds the float result: 6.75 gives 6)."""
+    operand, preferred = np.dtype(operand), np.dtype(preferred)
+    if operand == preferred:
+        return False
+    if preferred.kind in "fc":
+        return not (operand.kind in "fc" and operand.itemsize > preferred.itemsize)
+    return operand.kind in "biu" and preferred.kind in "iu"
+
+
 def _dot_general_pp_rule(eqn, names):
     # JAX prints the axis groups as lists: dimension_numbers=(([1], [0]), ([], [])).
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]

@@ -84,7 +84,7 @@ def test_products_agree_with_numpy(on_numpys_blas, dtype, m, k, n):
         got = mj.jit(f, backend="numba")(*args)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, **tol)
-        assert "blas.matmul_" in product_source(f, *args)
+        assert "blas.matmul(" in product_source(f, *args)
         assert "np.dot(" not in product_source(f, *args)
 
 
@@ -139,7 +139,7 @@ def test_a_new_process_loads_a_product_from_the_disk_cache(on_numpys_blas, tmp_p
         mj.config.update("threads", blas._LIB.scipy_openblas_get_num_threads64_())
         a = np.arange(12.0).reshape(3, 4)
         f = mj.jit(lambda a: a @ a.T + 1.0, backend="numba")
-        assert "blas.matmul_f64" in f.lower(a).as_text()
+        assert "blas.matmul(" in f.lower(a).as_text()
         np.testing.assert_array_equal(f(a), a @ a.T + 1.0)
         print(compile.stats["disk_hits"], compile.stats["compiled"])
     """)
@@ -151,3 +151,40 @@ def test_a_new_process_loads_a_product_from_the_disk_cache(on_numpys_blas, tmp_p
         assert r.returncode == 0, r.stderr
     assert runs[0].stdout.split() == ["0", "1"]  # compiled and stored
     assert runs[1].stdout.split() == ["1", "0"]  # loaded, no compile
+
+
+# (operand dtype, preferred_element_type): JAX multiplies float32 operands as float64, int8
+# ones as int32 (no wrap at int8) and int32 ones as float32; it rounds a float result to int32,
+# and a float64 result to float32.
+PREFERRED = [(np.float32, np.float64), (np.int8, np.int32), (np.int32, np.float32),
+             (np.float64, np.float32), (np.float32, np.int32)]
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "numba"])
+@pytest.mark.parametrize("operand,preferred", PREFERRED)
+def test_preferred_element_type_as_jax(backend, operand, preferred):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(4)
+    if np.dtype(operand).kind == "f":
+        a = (rng.standard_normal((6, 300)) * 3).astype(operand)
+        b = (rng.standard_normal((300, 5)) * 3).astype(operand)
+    else:  # int8 products of 100 * 100 summed 300 times overflow int8, not int32
+        a = np.full((6, 300), 100, operand)
+        b = rng.integers(-100, 100, (300, 5)).astype(operand)
+    for x, y in ((a, b), (a[0], b), (a, b[:, 0]), (a[0], b[:, 0].copy())):
+        x, y = np.ascontiguousarray(x), np.ascontiguousarray(y)
+        nd = (((x.ndim - 1,), (0,)), ((), ()))
+        want = np.asarray(jax.lax.dot_general(x, y, nd, preferred_element_type=preferred))
+        got = mj.jit(lambda p, q, nd=nd: lax.dot_general(p, q, nd,
+                                                         preferred_element_type=preferred),
+                     backend=backend, static_argnames="nd")(x, y)
+        assert np.asarray(got).dtype == want.dtype == np.dtype(preferred)
+        tol = 1e-5 if np.dtype(preferred) == np.float32 else 1e-12
+        if np.dtype(preferred).kind == "f":
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 100)
+        else:
+            # float32 products rounded to int32: JAX's sums in another order may round across
+            # an integer, so at most 1 apart; int32 sums of int8 products are exact
+            limit = 1 if np.dtype(operand).kind == "f" else 0
+            assert np.abs(np.asarray(got).astype(np.int64) - want).max() <= limit

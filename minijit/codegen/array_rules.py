@@ -324,7 +324,18 @@ def _dot_general(lo, eqn, args, outs):
     a, b = args
     ra, rb = len(shape_of(lhs)), len(shape_of(rhs))
     ta, tb = int(ra == 2 and lc == (0,)), int(rb == 2 and rc == (1,))
-    if o.aval.dtype in (np.float64, np.float32) and blas.usable(threads.num_threads()):
+    # the dtype the products are computed in (`P.multiplies_in_preferred`)
+    pd = o.aval.dtype if P.multiplies_in_preferred(lhs.aval.dtype, o.aval.dtype) else (
+        lhs.aval.dtype)
+    if pd.kind == "f" and pd != lhs.aval.dtype:
+        a, b = (f"{x}.astype(np.{dtype_name(pd)})" for x in (a, b))
+    def finish(product: str) -> str:  # the products' dtype -> the output's
+        if pd == o.aval.dtype:
+            return product
+        name = dtype_name(o.aval.dtype)
+        return f"{product}.astype(np.{name})" if shape_of(o) else f"np.{name}({product})"
+
+    if pd in (np.float64, np.float32) and blas.usable(threads.num_threads()):
         # NumPy's BLAS, told to transpose rather than given a transposed copy; a vector is a
         # matrix of one row (left) or one column (right)
         if ra == 1:
@@ -332,18 +343,17 @@ def _dot_general(lo, eqn, args, outs):
         if rb == 1:
             b = f"np.ascontiguousarray({b}).reshape(({b}.shape[0], 1))"
         lo.imports.add("from minijit.codegen import blas")
-        kind = "f64" if o.aval.dtype == np.float64 else "f32"
-        product = f"blas.matmul_{kind}({a}, {b}, {ta}, {tb})"
-        lo.line(f"{outs[0]} = {product}" if ra == rb == 2 else
-                f"{outs[0]} = {product}.reshape({lo.shape(shape_of(o))})" if shape_of(o)
-                else f"{outs[0]} = {product}[0, 0]")
+        product = f"blas.matmul({a}, {b}, {ta}, {tb})"
+        lo.line(f"{outs[0]} = " + finish(
+            product if ra == rb == 2 else
+            f"{product}.reshape({lo.shape(shape_of(o))})" if shape_of(o) else f"{product}[0, 0]"))
         return
     if ta:
         a = f"np.ascontiguousarray({a}.T)"
     if tb:
         b = f"np.ascontiguousarray({b}.T)"
-    if o.aval.dtype.kind == "f":
-        lo.line(f"{outs[0]} = np.dot({a}, {b})")
+    if pd.kind == "f":
+        lo.line(f"{outs[0]} = " + finish(f"np.dot({a}, {b})"))
         return
     # Integers and bools: BLAS has no integer routines, so loop.
     ta, tb, r, acc = (f"_{n}_{outs[0]}" for n in ("a", "b", "r", "acc"))

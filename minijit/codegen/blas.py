@@ -5,8 +5,8 @@ Numba compiles `np.dot` to a call into SciPy's BLAS. NumPy's wheels carry their 
 for the products a network layer makes it was the faster of the two: on the 13-core machine
 of benchmarks/README.md, 256x512 times 512x512 took 0.60-0.63 ms (float64) and 0.27-0.29 ms
 (float32) on NumPy's against 0.85-0.89 and 0.69-0.73 ms on SciPy's (13 threads each, three
-processes). So generated code calls `matmul_f64` / `matmul_f32` here, which call NumPy's
-`cblas_?gemm`, where
+processes). So generated code calls `matmul` here, which calls NumPy's `cblas_dgemm` or
+`cblas_sgemm`, where
 
 - NumPy's BLAS is that build (`AVAILABLE`): others (a conda NumPy on MKL, a system BLAS) keep
   `np.dot` and SciPy's BLAS;
@@ -19,7 +19,7 @@ The library's functions are given to LLVM under names of minijit's own (`add_sym
 compiled code calls them by name, so Numba's disk cache can store it: a new process registers
 the names again when generated code imports this module, before Numba loads the cached code.
 
-Invariants: `matmul_*(a, b, ta, tb)` returns a new C-contiguous array equal to `op(a) @ op(b)`,
+Invariants: `matmul(a, b, ta, tb)` returns a new C-contiguous array equal to `op(a) @ op(b)`,
 `op(x)` being `x.T` where the flag is 1; `a` and `b` are 2-D and are only read; a zero-size
 dimension gives an empty or an all-zero result without calling BLAS.
 `compile._library_hash` covers this file.
@@ -34,6 +34,7 @@ import os
 import numba
 import numpy as np
 from numba import types
+from numba.extending import overload
 
 # CBLAS's enumerations
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
@@ -84,7 +85,7 @@ def usable(threads: int) -> bool:
     return _LIB.scipy_openblas_get_num_threads64_() == threads
 
 
-def _gemm(dtype):
+def _gemm_function(dtype):
     p = types.CPointer(dtype)
     i = types.int64
     return types.ExternalFunction(
@@ -92,42 +93,34 @@ def _gemm(dtype):
         types.void(types.intc, types.intc, types.intc, i, i, i, dtype, p, i, p, i, dtype, p, i))
 
 
-_dgemm, _sgemm = _gemm(types.float64), _gemm(types.float32)
+_dgemm, _sgemm = _gemm_function(types.float64), _gemm_function(types.float32)
+
+
+def _gemm(a, b, c, ta, tb, m, n, k):
+    """`c = op(a) @ op(b)` by `cblas_?gemm`: a name for compiled code only."""
+    raise NotImplementedError("called from compiled code only")
+
+
+@overload(_gemm)
+def _gemm_typed(a, b, c, ta, tb, m, n, k):
+    gemm = _dgemm if a.dtype == types.float64 else _sgemm  # chosen when `matmul` is typed
+
+    def impl(a, b, c, ta, tb, m, n, k):
+        gemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0,
+             a.ctypes, a.shape[1], b.ctypes, b.shape[1], 0.0, c.ctypes, n)
+    return impl
 
 
 @numba.njit(cache=True)
-def _sizes(a, b, ta, tb):
+def matmul(a, b, ta, tb):
+    """`op(a) @ op(b)` for float64 or float32, `op` transposing where `ta` / `tb` is 1."""
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
     m, k = (a.shape[1], a.shape[0]) if ta else (a.shape[0], a.shape[1])
     n = b.shape[0] if tb else b.shape[1]
-    return m, k, n
-
-
-@numba.njit(cache=True)
-def matmul_f64(a, b, ta, tb):
-    """`op(a) @ op(b)` for float64, `op` transposing where `ta` / `tb` is 1."""
-    a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
-    m, k, n = _sizes(a, b, ta, tb)
     if k == 0:
-        return np.zeros((m, n), np.float64)
-    c = np.empty((m, n), np.float64)
+        return np.zeros((m, n), a.dtype)
+    c = np.empty((m, n), a.dtype)
     if m and n:
-        _dgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k, 1.0,
-               a.ctypes, a.shape[1], b.ctypes, b.shape[1], 0.0, c.ctypes, n)
-    return c
-
-
-@numba.njit(cache=True)
-def matmul_f32(a, b, ta, tb):
-    """`op(a) @ op(b)` for float32, `op` transposing where `ta` / `tb` is 1."""
-    a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
-    m, k, n = _sizes(a, b, ta, tb)
-    if k == 0:
-        return np.zeros((m, n), np.float32)
-    c = np.empty((m, n), np.float32)
-    if m and n:
-        _sgemm(ROW_MAJOR, TRANS if ta else NO_TRANS, TRANS if tb else NO_TRANS, m, n, k,
-               np.float32(1.0), a.ctypes, a.shape[1], b.ctypes, b.shape[1], np.float32(0.0),
-               c.ctypes, n)
+        _gemm(a, b, c, ta, tb, m, n, k)
     return c
