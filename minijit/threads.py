@@ -10,8 +10,8 @@ environment) where set, else `NUMBA_NUM_THREADS` where set, else every core this
 use (`usable_cpus`: its affinity mask within the container's CPU quota, not the host's
 count). `threads = 1` compiles serial code, as `jit(f, parallel=False)` does for one
 function. The count is read when a function is compiled. Products call NumPy's BLAS where it
-runs on that count (`codegen/blas.py`), else SciPy's (`np.dot` in compiled code), which is
-given the same count.
+runs on that count and its threads do not spin (`codegen/blas.py`), else SciPy's (`np.dot` in
+compiled code), which is given the same count.
 
 Invariants:
 - threaded code is only ever run by a threading layer that allows calls from many Python

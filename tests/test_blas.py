@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -28,11 +29,13 @@ def numpys_blas_threads() -> int:
 
 
 @pytest.fixture
-def on_numpys_blas():
-    """minijit's thread count set to NumPy's BLAS's, so that products call it."""
+def on_numpys_blas(monkeypatch):
+    """minijit's thread count set to NumPy's BLAS's, and its threads taken to sleep at once
+    (`OPENBLAS_THREAD_TIMEOUT=4` before NumPy loads), so that products call it."""
     if not blas.AVAILABLE:  # a conda NumPy, say: `test_numpys_wheel_blas_is_found_and_only_it`
         pytest.skip("NumPy's BLAS here is not the scipy-openblas64 build pip installs: "
                     "products call SciPy's (test_another_thread_count_keeps_scipys_blas)")
+    monkeypatch.setattr(blas, "spins", lambda: False)
     mj.config.update("threads", numpys_blas_threads())
     yield
     mj.config.update("threads", None)
@@ -43,10 +46,33 @@ def test_numpys_wheel_blas_is_found_and_only_it():
     assert blas.AVAILABLE == WHEEL
 
 
-def test_usable_only_at_numpys_thread_count(on_numpys_blas):
-    n = numpys_blas_threads()
-    assert blas.usable(n)
-    assert not blas.usable(n + 1)
+@pytest.mark.parametrize("count,threads,timeout,used", [
+    (4, 4, 4, True),    # the same count, threads that sleep at once
+    (4, 4, 16, True),
+    (4, 4, 20, False),  # threads that spin for 2**20 cycles
+    (4, 4, 0, False),   # OpenBLAS's default: 2**28 cycles
+    (1, 1, 0, True),    # one thread: nothing spins
+    (4, 2, 4, False),   # another count
+])
+def test_which_blas(monkeypatch, count, threads, timeout, used):
+    lib = SimpleNamespace(scipy_openblas_get_num_threads64_=lambda: count,
+                          openblas_thread_timeout=lambda: timeout)
+    monkeypatch.setattr(blas, "_LIB", lib)
+    monkeypatch.setattr(blas, "AVAILABLE", True)
+    assert blas.usable(threads) is used
+
+
+def test_spins_reads_the_timeout_numpy_loaded_with():
+    if not blas.AVAILABLE:
+        pytest.skip("NumPy's BLAS here is not the scipy-openblas64 build pip installs")
+    script = "from minijit.codegen import blas; print(blas.spins())"
+    for timeout, spins in ((None, "True"), ("4", "False"), ("24", "True")):
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+        if timeout:
+            env["OPENBLAS_THREAD_TIMEOUT"] = timeout
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.split() == [spins], (timeout, r.stdout, r.stderr)
 
 
 def product_source(f, *args) -> str:
@@ -144,7 +170,7 @@ def test_a_new_process_loads_a_product_from_the_disk_cache(on_numpys_blas, tmp_p
         print(compile.stats["disk_hits"], compile.stats["compiled"])
     """)
     env = {**os.environ, "MINIJIT_CACHE_DIR": str(tmp_path / "cache"),
-           "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+           "OPENBLAS_THREAD_TIMEOUT": "4"}  # NumPy's BLAS threads sleep: products call it
     runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                            text=True, timeout=300) for _ in range(2)]
     for r in runs:

@@ -1,19 +1,26 @@
 """Matrix products for generated code, on NumPy's own BLAS (chapter 09).
 
 Numba compiles `np.dot` to a call into SciPy's BLAS. NumPy's wheels carry their own OpenBLAS
-(the `scipy-openblas64` build: 64-bit integers, symbols named `scipy_cblas_dgemm64_`), and
-for the products a network layer makes it was the faster of the two: on the 13-core machine
-of benchmarks/README.md, 256x512 times 512x512 took 0.60-0.63 ms (float64) and 0.27-0.29 ms
-(float32) on NumPy's against 0.85-0.89 and 0.69-0.73 ms on SciPy's (13 threads each, three
-processes). So generated code calls `matmul` here, which calls NumPy's `cblas_dgemm` or
-`cblas_sgemm`, where
+(the `scipy-openblas64` build: 64-bit integers, symbols named `scipy_cblas_dgemm64_`), a newer
+one, and products called through it were faster. On the 13-core machine of
+benchmarks/README.md, with every OpenBLAS's threads sleeping at once after a product (as the
+benchmark sets them), a 256x512 times 512x512 float64 product took 0.75-0.80 ms on NumPy's
+against 0.85-0.89 ms on SciPy's, and the benchmark's MLP went from 1.25-1.29 (float64) and
+1.45-1.52 (float32) times JAX's time to 1.11-1.18 and 1.13-1.19. So generated code calls
+`matmul` here, which calls NumPy's `cblas_dgemm` or `cblas_sgemm`, where
 
 - NumPy's BLAS is that build (`AVAILABLE`): others (a conda NumPy on MKL, a system BLAS) keep
   `np.dot` and SciPy's BLAS;
-- and its thread count is the one compiled code should use (`usable`): OpenBLAS has one count
-  for the whole process, so minijit never changes NumPy's (the user's NumPy would follow it);
+- its thread count is the one compiled code should use (`usable`): OpenBLAS has one count for
+  the whole process, so minijit never changes NumPy's (the user's NumPy would follow it);
   where they differ (`config.update("threads", 1)` with NumPy on every core), products go to
-  SciPy's BLAS, whose count minijit sets (`threads.follow_blas`).
+  SciPy's BLAS, whose count minijit sets (`threads.follow_blas`);
+- and it runs on one thread, or its threads do not spin after a product (`spins`). NumPy's
+  spin by default, and minijit cannot stop them, as it does SciPy's: NumPy loaded its BLAS
+  first. Spinning, they hold the cores the program's next loop needs: there, the MLP's layer
+  (a product, then its bias and `tanh` on 13 threads) took 1.12-1.18 ms against 0.87-0.92 ms
+  with them sleeping, and the whole MLP 2.47-2.50 ms against 2.29-2.35 ms on SciPy's BLAS
+  (two probes on the same host).
 
 The library's functions are given to LLVM under names of minijit's own (`add_symbol`), and the
 compiled code calls them by name, so Numba's disk cache can store it: a new process registers
@@ -76,13 +83,24 @@ except (OSError, AttributeError, TypeError):  # an unusual NumPy: keep SciPy's B
 AVAILABLE = _register(_LIB)
 
 
+def spins() -> bool:
+    """Whether NumPy's BLAS threads spin after a product before they sleep: OpenBLAS's default,
+    about 2**28 cycles (0.1 s), unless `OPENBLAS_THREAD_TIMEOUT` of 16 or less (2**16 cycles)
+    was set before NumPy loaded it. minijit cannot change it afterwards, as it does SciPy's."""
+    if not hasattr(_LIB, "openblas_thread_timeout"):
+        return True
+    _LIB.openblas_thread_timeout.restype = ctypes.c_int
+    timeout = _LIB.openblas_thread_timeout()  # 0: not set
+    return not 0 < timeout <= 16
+
+
 def usable(threads: int) -> bool:
-    """Whether products compiled now should call NumPy's BLAS: it is this build, and it runs
-    on the `threads` that compiled code may use."""
+    """Whether products compiled now should call NumPy's BLAS: it is this build, it runs on the
+    `threads` that compiled code may use, and it has no threads, or none that spin."""
     if not AVAILABLE:
         return False
     _LIB.scipy_openblas_get_num_threads64_.restype = ctypes.c_int
-    return _LIB.scipy_openblas_get_num_threads64_() == threads
+    return _LIB.scipy_openblas_get_num_threads64_() == threads and (threads == 1 or not spins())
 
 
 def _gemm_function(dtype):
