@@ -322,7 +322,7 @@ def multiplies_in_preferred(operand, preferred) -> bool:
     rather than convert its result? As JAX does: float32 operands with float64 preferred sum
     float64 products, int8 ones with int32 preferred never wrap at int8, and int32 ones with
     float32 preferred are multiplied as floats. Not for a narrower float, nor for floats made
-    integers (JAX rounds the float result: 6.75 gives 6)."""
+    integers (JAX converts the float result: 6.75 gives 6)."""
     operand, preferred = np.dtype(operand), np.dtype(preferred)
     if operand == preferred:
         return False

@@ -180,7 +180,7 @@ def test_a_new_process_loads_a_product_from_the_disk_cache(on_numpys_blas, tmp_p
 
 
 # (operand dtype, preferred_element_type): JAX multiplies float32 operands as float64, int8
-# ones as int32 (no wrap at int8) and int32 ones as float32; it rounds a float result to int32,
+# ones as int32 (no wrap at int8) and int32 ones as float32; it converts a float result to int32,
 # and a float64 result to float32.
 PREFERRED = [(np.float32, np.float64), (np.int8, np.int32), (np.int32, np.float32),
              (np.float64, np.float32), (np.float32, np.int32)]

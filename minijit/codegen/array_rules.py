@@ -329,6 +329,7 @@ def _dot_general(lo, eqn, args, outs):
         lhs.aval.dtype)
     if pd.kind == "f" and pd != lhs.aval.dtype:
         a, b = (f"{x}.astype(np.{dtype_name(pd)})" for x in (a, b))
+
     def finish(product: str) -> str:  # the products' dtype -> the output's
         if pd == o.aval.dtype:
             return product
