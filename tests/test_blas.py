@@ -46,6 +46,17 @@ def test_numpys_wheel_blas_is_found_and_only_it():
     assert blas.AVAILABLE == WHEEL
 
 
+@pytest.mark.parametrize("config", [
+    {"Build Dependencies": {"blas": {"name": "mkl-sdl", "found": True}}},  # a conda NumPy
+    {"Build Dependencies": {"blas": {"name": "scipy-openblas",  # a 32-bit-integer build
+                                     "openblas configuration": "OpenBLAS 0.3.30 DYNAMIC_ARCH"}}},
+    {},
+])
+def test_another_numpy_blas_is_not_called(monkeypatch, config):
+    monkeypatch.setattr(np, "show_config", lambda mode=None: config)
+    assert blas._find_library() is None
+
+
 @pytest.mark.parametrize("count,threads,timeout,used", [
     (4, 4, 4, True),    # the same count, threads that sleep at once
     (4, 4, 16, True),
