@@ -340,9 +340,9 @@ def _dot_general(lo, eqn, args, outs):
         # NumPy's BLAS, told to transpose rather than given a transposed copy; a vector is a
         # matrix of one row (left) or one column (right)
         if ra == 1:
-            a = f"np.ascontiguousarray({a}).reshape((1, {a}.shape[0]))"
+            a = f"np.ascontiguousarray({a}).reshape((1, -1))"
         if rb == 1:
-            b = f"np.ascontiguousarray({b}).reshape(({b}.shape[0], 1))"
+            b = f"np.ascontiguousarray({b}).reshape((-1, 1))"
         lo.imports.add("from minijit.codegen import blas")
         product = f"blas.matmul({a}, {b}, {ta}, {tb})"
         lo.line(f"{outs[0]} = " + finish(

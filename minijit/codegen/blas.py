@@ -73,6 +73,9 @@ def _register(lib: ctypes.CDLL | None) -> bool:
     for ours, theirs in (("minijit_cblas_dgemm", "scipy_cblas_dgemm64_"),
                          ("minijit_cblas_sgemm", "scipy_cblas_sgemm64_")):
         llvm.add_symbol(ours, ctypes.cast(getattr(lib, theirs), ctypes.c_void_p).value)
+    for name in ("scipy_openblas_get_num_threads64_", "openblas_thread_timeout"):
+        if hasattr(lib, name):
+            getattr(lib, name).restype = ctypes.c_int
     return True
 
 
@@ -89,7 +92,6 @@ def spins() -> bool:
     was set before NumPy loaded it. minijit cannot change it afterwards, as it does SciPy's."""
     if not hasattr(_LIB, "openblas_thread_timeout"):
         return True
-    _LIB.openblas_thread_timeout.restype = ctypes.c_int
     timeout = _LIB.openblas_thread_timeout()  # 0: not set
     return not 0 < timeout <= 16
 
@@ -99,7 +101,6 @@ def usable(threads: int) -> bool:
     `threads` that compiled code may use, and it has no threads, or none that spin."""
     if not AVAILABLE:
         return False
-    _LIB.scipy_openblas_get_num_threads64_.restype = ctypes.c_int
     return _LIB.scipy_openblas_get_num_threads64_() == threads and (threads == 1 or not spins())
 
 
