@@ -4,6 +4,7 @@ calls, and that every shape, transposition and dtype it takes gives NumPy's valu
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -137,6 +138,45 @@ def test_another_thread_count_keeps_scipys_blas():
                                    rtol=1e-12)
     finally:
         mj.config.update("threads", None)
+
+
+TRANSPOSED = {  # a product of a transposed operand, as users write it
+    "a @ b.T": (lambda a, b: a @ b.T, (5, 3), (4, 3)),
+    "a.T @ b": (lambda a, b: a.T @ b, (3, 5), (3, 4)),
+    "a.T @ b.T": (lambda a, b: a.T @ b.T, (3, 5), (4, 3)),
+    "v @ b.T": (lambda v, b: v @ b.T, (3,), (4, 3)),
+    "a.T @ v": (lambda a, v: a.T @ v, (3, 5), (3,)),
+    "b.T read twice": (lambda a, b: (a @ b.T, b.T * 2.0), (5, 3), (4, 3)),
+}
+
+
+@pytest.mark.parametrize("library", ["numpy's", "scipy's"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("case", list(TRANSPOSED))
+def test_a_transposed_operand_is_not_copied(library, dtype, case, request):
+    # `simplify` makes the product read the matrix itself (chapter 07), and either BLAS is
+    # told to transpose it: NumPy's by its flag, SciPy's through a Fortran-ordered view
+    if library == "numpy's":
+        request.getfixturevalue("on_numpys_blas")
+    else:
+        mj.config.update("threads", numpys_blas_threads() + 1 if blas.AVAILABLE else 2)
+        request.addfinalizer(lambda: mj.config.update("threads", None))
+    f, sa, sb = TRANSPOSED[case]
+    rng = np.random.default_rng(len(case))
+    a, b = rng.standard_normal(sa).astype(dtype), rng.standard_normal(sb).astype(dtype)
+    want, got = f(a, b), mj.jit(f, backend="numba")(a, b)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    for g, w in zip(got if isinstance(want, tuple) else [got], want if isinstance(
+            want, tuple) else [want]):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, **tol)
+    src = product_source(f, a, b)
+    # the one transpose left is the one `b.T * 2.0` reads
+    assert src.count("= transpose[") == (1 if case == "b.T read twice" else 0), src
+    if library == "scipy's":  # a view, never `np.ascontiguousarray(b.T)`, a copy
+        assert ").T" in src and not re.search(r"ascontiguousarray\(\w+\.T\)", src), src
+    else:
+        assert ".T" not in src, src
 
 
 def test_products_never_write_their_operands(on_numpys_blas):

@@ -571,6 +571,9 @@ SIMPLIFY_CASES = [
     ("_select_known", lambda x: mnp.where(x > 0, x, x), X3, "select_n"),
     ("double_application", lambda x: mnp.negative(mnp.negative(x)), X3, "neg"),
     ("double_application", lambda x: ~~x, np.array([True, False]), "not"),
+    ("dot_of_transpose", lambda m: m @ m.T, X34, "transpose"),
+    ("dot_of_transpose", lambda m: m.T @ m, X34, "transpose"),
+    ("dot_of_transpose", lambda m: m[0] @ m.T, X34, "transpose"),
 ]
 
 
@@ -608,6 +611,24 @@ def test_simplify_golden_double_negation_and_powers():
         "{ lambda ; a:f64[3]. let b:f64[3] = mul a a; c:f64[3] = div 1.0:f64[] b in (c,) }")
     # Large powers stay `pow`-like; integer negative powers do not exist.
     assert "integer_pow[y=5]" in _simplified(lambda x: x ** 5, X3)
+
+
+def test_simplify_golden_dot_of_transpose():
+    # the product reads the matrix itself, contracting its other axis; dce drops the transpose
+    assert _simplified(lambda a, b: a @ b.T, X34, X34) == (
+        "{ lambda ; a:f64[3,4] b:f64[3,4]. let\n"
+        "    c:f64[3,3] = dot_general[\n"
+        "      dimension_numbers=(([1], [1]), ([], []))\n"
+        "      preferred_element_type=float64\n"
+        "    ] a b\n"
+        "  in (c,) }")
+    both = _simplified(lambda a, b: a.T @ b.T, X34, X34.T.copy())
+    assert "transpose" not in both and "dimension_numbers=(([0], [1]), ([], []))" in both
+    # a transpose that another value reads stays, for that value only
+    shared = _simplified(lambda a, b: (a @ b.T, b.T + 1.0), X34, X34)
+    assert shared.count("transpose") == 1 and "] a b" in shared
+    # a transpose that no product reads stays
+    assert "transpose" in _simplified(lambda a: lax.transpose(a, (1, 0)) + 1.0, X34)
 
 
 def test_simplify_rewrites_what_a_rule_produced():

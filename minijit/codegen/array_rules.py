@@ -349,10 +349,12 @@ def _dot_general(lo, eqn, args, outs):
             product if ra == rb == 2 else
             f"{product}.reshape({lo.shape(shape_of(o))})" if shape_of(o) else f"{product}[0, 0]"))
         return
+    # Numba's np.dot passes a Fortran-ordered operand (a C array's `.T`) to BLAS as transposed,
+    # with no copy
     if ta:
-        a = f"np.ascontiguousarray({a}.T)"
+        a = f"np.ascontiguousarray({a}).T"
     if tb:
-        b = f"np.ascontiguousarray({b}.T)"
+        b = f"np.ascontiguousarray({b}).T"
     if pd.kind == "f":
         lo.line(f"{outs[0]} = " + finish(f"np.dot({a}, {b})"))
         return

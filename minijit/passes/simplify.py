@@ -3,12 +3,15 @@
 Assumes: a typechecked Jaxpr. Guarantees: the result computes the same values bit for bit,
 except where a rule says otherwise (`x**3 -> x*x*x` may differ from NumPy's `pow` in the last
 bit: it is two multiplications instead of a call of the general power function, which chapter
-07 times against them). Rules that are not exact for floats are only applied to
+07 times against them; and a product of a transposed matrix, which BLAS may sum in another
+order once it reads the matrix itself). Rules that are not exact for floats are only applied to
 integers: `x * 0 -> 0` is wrong for floats (`nan * 0` is nan, `-1.0 * 0` is `-0.0`) and
 `x + 0.0 -> x` is wrong for `x = -0.0`.
 
     before: b:f64[3] = mul a 1.0:f64[]; c:f64[3] = integer_pow[y=2] b
     after:  c:f64[3] = mul a a
+    before: c:f64[3,2] = transpose[permutation=(1, 0)] b; d = dot_general[(([1], [0]), ...)] a c
+    after:  d = dot_general[(([1], [1]), ...)] a b
 
 Extending it: write `def rule(eqn) -> None | Atom | list[Eqn]` and register it with
 `@rule_for(some_p)`. Return an existing atom that equals the output, or new equations that
@@ -289,6 +292,8 @@ def simplify_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
         new = map_subjaxprs(subst.eqn(eqn), simplify_jaxpr)
         changed |= new is not eqn
         result = _double_application(new, producers)
+        if result is None:
+            result = _dot_of_transpose(new, producers)
         for fn in RULES.get(new.primitive, ()):
             if result is not None:
                 break
@@ -317,6 +322,32 @@ def _double_application(eqn: Eqn, producers: dict[int, Eqn]):
     if inner is not None and inner.primitive is eqn.primitive:
         return inner.invars[0]
     return None
+
+
+def _dot_of_transpose(eqn: Eqn, producers: dict[int, Eqn]):
+    """`dot_general` of a transposed matrix reads the matrix itself, with the other axis
+    contracted: `a @ b.T` becomes one product that BLAS computes with its transpose flag, with
+    no transposed copy of `b` made first (the `transpose` goes too, if nothing else reads it).
+    Only for 2-D operands. The products are the same; BLAS may add them up in another order
+    for a transposed operand (small products have kernels of their own per transposition), so
+    the last bit of a result can differ."""
+    if eqn.primitive is not P.dot_general_p:
+        return None
+    (lc, rc), batch = eqn.params["dimension_numbers"]
+    operands, contracting, changed = list(eqn.invars), [tuple(lc), tuple(rc)], False
+    for side, x in enumerate(operands):
+        inner = producers.get(id(x))
+        if (inner is None or inner.primitive is not P.transpose_p
+                or tuple(inner.params["permutation"]) != (1, 0)
+                or len(contracting[side]) != 1):
+            continue
+        operands[side] = inner.invars[0]
+        contracting[side] = (1 - contracting[side][0],)
+        changed = True
+    if not changed:
+        return None
+    params = {**eqn.params, "dimension_numbers": (tuple(contracting), batch)}
+    return [Eqn(eqn.primitive, tuple(operands), eqn.outvars, params, eqn.source)]
 
 
 simplify = jaxpr_pass(lambda jaxpr, const_values: simplify_jaxpr(jaxpr),
