@@ -1309,10 +1309,16 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(res)
     (args.out / "results.md").write_text(text + "\n")
     (args.out / "results.json").write_text(json.dumps(res, indent=1, default=str))
-    plots(res, args.out)
+    try:
+        import matplotlib  # noqa: F401  the plots' one dependency beyond the contenders
+    except ImportError:
+        drawn = ("; no plots: matplotlib is not installed here (it comes with the `bench` "
+                 "extra)")
+    else:
+        plots(res, args.out)
+        drawn = ", w1_gelu.png, ratios.png, vs_jax.png"
     print(text)
-    print(f"\nwritten: {args.out / 'results.md'}, results.json, w1_gelu.png, ratios.png, "
-          "vs_jax.png")
+    print(f"\nwritten: {args.out / 'results.md'}, results.json{drawn}")
     return 0
 
 
