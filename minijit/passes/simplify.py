@@ -10,8 +10,9 @@ integers: `x * 0 -> 0` is wrong for floats (`nan * 0` is nan, `-1.0 * 0` is `-0.
 
     before: b:f64[3] = mul a 1.0:f64[]; c:f64[3] = integer_pow[y=2] b
     after:  c:f64[3] = mul a a
-    before: c:f64[3,2] = transpose[permutation=(1, 0)] b; d = dot_general[(([1], [0]), ...)] a c
-    after:  d = dot_general[(([1], [1]), ...)] a b
+    before: c:f64[3,2] = transpose[permutation=(1, 0)] b; d:f64[4,2] = dot_general[(([1], [0]),
+            ([], []))] a c
+    after:  d:f64[4,2] = dot_general[(([1], [1]), ([], []))] a b
 
 Extending it: write `def rule(eqn) -> None | Atom | list[Eqn]` and register it with
 `@rule_for(some_p)`. Return an existing atom that equals the output, or new equations that
