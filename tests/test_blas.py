@@ -179,6 +179,20 @@ def test_a_transposed_operand_is_not_copied(library, dtype, case, request):
         assert ".T" not in src, src
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("case", list(TRANSPOSED))
+def test_integer_products_of_a_transposed_operand(dtype, case):
+    # no BLAS for integers: the generated loop reads a contiguous copy of the view
+    f, sa, sb = TRANSPOSED[case]
+    rng = np.random.default_rng(len(case))
+    a, b = rng.integers(-50, 50, sa).astype(dtype), rng.integers(-50, 50, sb).astype(dtype)
+    want, got = f(a, b), mj.jit(f, backend="numba")(a, b)
+    for g, w in zip(got if isinstance(want, tuple) else [got], want if isinstance(
+            want, tuple) else [want]):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
 def test_products_never_write_their_operands(on_numpys_blas):
     a = np.random.default_rng(1).standard_normal((8, 6))
     b = np.random.default_rng(2).standard_normal((6, 4))
