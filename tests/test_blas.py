@@ -150,6 +150,16 @@ TRANSPOSED = {  # a product of a transposed operand, as users write it
 }
 
 
+def assert_like_numpy(f, a, b, same):
+    """`f(a, b)` compiled gives NumPy's outputs: dtypes, shapes, and values by `same`."""
+    want, got = f(a, b), mj.jit(f, backend="numba")(a, b)
+    want, got = (want, got) if isinstance(want, tuple) else ([want], [got])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        same(g, w)
+
+
 @pytest.mark.parametrize("library", ["numpy's", "scipy's"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("case", list(TRANSPOSED))
@@ -164,12 +174,8 @@ def test_a_transposed_operand_is_not_copied(library, dtype, case, request):
     f, sa, sb = TRANSPOSED[case]
     rng = np.random.default_rng(len(case))
     a, b = rng.standard_normal(sa).astype(dtype), rng.standard_normal(sb).astype(dtype)
-    want, got = f(a, b), mj.jit(f, backend="numba")(a, b)
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
-    for g, w in zip(got if isinstance(want, tuple) else [got], want if isinstance(
-            want, tuple) else [want]):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_allclose(g, w, **tol)
+    assert_like_numpy(f, a, b, lambda g, w: np.testing.assert_allclose(g, w, **tol))
     src = product_source(f, a, b)
     # the one transpose left is the one `b.T * 2.0` reads
     assert src.count("= transpose[") == (1 if case == "b.T read twice" else 0), src
@@ -186,11 +192,7 @@ def test_integer_products_of_a_transposed_operand(dtype, case):
     f, sa, sb = TRANSPOSED[case]
     rng = np.random.default_rng(len(case))
     a, b = rng.integers(-50, 50, sa).astype(dtype), rng.integers(-50, 50, sb).astype(dtype)
-    want, got = f(a, b), mj.jit(f, backend="numba")(a, b)
-    for g, w in zip(got if isinstance(want, tuple) else [got], want if isinstance(
-            want, tuple) else [want]):
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_array_equal(g, w)
+    assert_like_numpy(f, a, b, np.testing.assert_array_equal)
 
 
 def test_products_never_write_their_operands(on_numpys_blas):

@@ -359,19 +359,20 @@ def _dot_general(lo, eqn, args, outs):
         lo.line(f"{outs[0]} = " + finish(f"np.dot({a}, {b})"))
         return
     # Integers and bools: BLAS has no integer routines, so loop.
-    ta, tb, r, acc = (f"_{n}_{outs[0]}" for n in ("a", "b", "r", "acc"))
+    # ma, mb: the operands as 2-D C arrays (ta, tb above are the transpose flags)
+    ma, mb, r, acc = (f"_{n}_{outs[0]}" for n in ("a", "b", "r", "acc"))
     m = f"{a}.shape[0]" if ra == 2 else "1"
     n = f"{b}.shape[1]" if rb == 2 else "1"
-    lo.line(f"{ta} = np.ascontiguousarray({a}).reshape(({m}, {a}.shape[-1]))")
-    lo.line(f"{tb} = np.ascontiguousarray({b}).reshape(({b}.shape[0], {n}))")
+    lo.line(f"{ma} = np.ascontiguousarray({a}).reshape(({m}, {a}.shape[-1]))")
+    lo.line(f"{mb} = np.ascontiguousarray({b}).reshape(({b}.shape[0], {n}))")
     lo.line(f"{r} = alloc.zeros(({m}, {n}), np.{dtype_name(o.aval.dtype)})")
-    lo.line(f"for _i in range({ta}.shape[0]):")
-    lo.line(f"    for _j in range({tb}.shape[1]):")
+    lo.line(f"for _i in range({ma}.shape[0]):")
+    lo.line(f"    for _j in range({mb}.shape[1]):")
     lo.line(f"        {acc} = {literal(0, o.aval.dtype)}")
-    lo.line(f"        for _k in range({ta}.shape[1]):")
-    combine = (f"{acc} = {acc} or ({ta}[_i, _k] and {tb}[_k, _j])" if o.aval.dtype == np.bool_
+    lo.line(f"        for _k in range({ma}.shape[1]):")
+    combine = (f"{acc} = {acc} or ({ma}[_i, _k] and {mb}[_k, _j])" if o.aval.dtype == np.bool_
                else f"{acc} = " + cast(wrapping("+", acc, wrapping(
-                   "*", f"{ta}[_i, _k]", f"{tb}[_k, _j]", o.aval.dtype), o.aval.dtype),
+                   "*", f"{ma}[_i, _k]", f"{mb}[_k, _j]", o.aval.dtype), o.aval.dtype),
                    o.aval.dtype))
     lo.line(f"            {combine}")
     lo.line(f"        {r}[_i, _j] = {acc}")
