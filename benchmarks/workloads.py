@@ -884,8 +884,12 @@ def scale_child(contender: str, case: str, k: int) -> dict:
     else:
         import minijit.codegen  # noqa: F401  Numba's import is not part of the first call
 
-        fn = mj.jit(scale_program(mnp, mlax, case, k), backend="numba")
+        # "minijit-llvm": the LLVM backend, which compiles what it can without Numba
+        backend = "llvm" if contender == "minijit-llvm" else "numba"
+        fn = mj.jit(scale_program(mnp, mlax, case, k), backend=backend)
         numba.njit(lambda v: v + 1.0)(1.0)  # nor is Numba's one-off initialisation
+        if backend == "llvm":
+            import minijit.llvm  # noqa: F401  nor importing llvmlite's binding
 
         def call():
             return fn(x)
@@ -902,8 +906,10 @@ def scale_child(contender: str, case: str, k: int) -> dict:
         np.allclose(np.asarray(g), w, rtol=1e-9, atol=1e-12) for g, w in zip(got_list, want_list))
     out = {"first_call": first, "peak_rise_bytes": max(0, peak - before) * 1024, "ok": ok,
            "memory_method": "VmHWM after reset" if reset else "ru_maxrss"}
-    if contender == "minijit":
-        out["stages"] = fn.cache_entries()[0].timings
+    if contender.startswith("minijit"):
+        entry = fn.cache_entries()[0]
+        out["stages"] = entry.timings
+        out["llvm_declined"] = getattr(entry.executable, "llvm_declined", None)
     return out
 
 

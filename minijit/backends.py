@@ -57,7 +57,31 @@ class NumbaBackend:
         return NumbaExecutable(closed, fun_name, donated, parallel)
 
 
-BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend()}
+class LLVMBackend:
+    """LLVM IR written directly (`minijit.llvm`), for the programs it compiles: a first call
+    without Numba's fixed cost, on one thread. A program it does not compile, or one asked
+    to run on threads (`parallel=True`), goes to the Numba backend; the executable's
+    `llvm_declined` then says why (None when LLVM compiled it)."""
+
+    name = "llvm"
+
+    def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+                parallel: bool | None = None):
+        from minijit.llvm import LLVMExecutable, LLVMUnsupported
+
+        if parallel:
+            why = "parallel=True asks for threads, which only the Numba backend runs"
+        else:
+            try:
+                return LLVMExecutable(closed, fun_name)  # never writes an argument
+            except LLVMUnsupported as e:
+                why = str(e)
+        executable = BACKENDS["numba"].compile(closed, fun_name, donated, parallel)
+        executable.llvm_declined = why
+        return executable
+
+
+BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend(), "llvm": LLVMBackend()}
 
 
 def get_backend(name: str | None):

@@ -12,7 +12,8 @@ Layers, lowest first:
             and `debugger`, the jdb behind `debug.breakpoint`, and `jvp`, a second
             interpretation on the trace stack;
   passes    the optimizer, the aliasing analysis included;
-  codegen   Numba code generation;
+  codegen   Numba code generation, and the LLVM backend's (`minijit.llvm`, which allocates
+            outputs as the Numba backend does);
   backends  the backend registry;
   jit       `jit`, argument handling, `explain`, `profile`;
   package   `minijit/__init__.py`;
@@ -46,7 +47,7 @@ LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix
     ("tracing", ("minijit.tracing", "minijit.lax", "minijit.numpy", "minijit.indexing",
                  "minijit.array_methods", "minijit.debug", "minijit.debugger", "minijit.jvp")),
     ("passes", ("minijit.passes",)),
-    ("codegen", ("minijit.codegen",)),
+    ("codegen", ("minijit.codegen", "minijit.llvm")),
     ("backends", ("minijit.backends",)),
     ("jit", ("minijit.jit", "minijit.arguments", "minijit.explain", "minijit.profile",
              "minijit.device")),

@@ -1,0 +1,477 @@
+"""Optimized Jaxpr -> one LLVM IR module: a kernel over data pointers, and its Python entry.
+
+The module has two functions:
+
+- `kernel(p_0, ..., p_n) -> i32`: the program, over the data pointers of its constants,
+  arguments and output buffers (in that order; a rank-0 value arrives as a 0-d array). It
+  returns 0, or 1 if it could not allocate its temporaries.
+- `entry(self, args, nargs)`: a `METH_FASTCALL` built-in function (`engine.py`). It reads
+  each argument's data pointer out of its `PyArrayObject` (at offset 16, NumPy's stable
+  ABI), calls `kernel`, and returns None, or NULL with `MemoryError` set. It checks nothing:
+  its caller (`LLVMExecutable`) passes C-contiguous arrays of exactly the compiled shapes and
+  dtypes, and fresh output buffers.
+
+Shapes are the compiled ones, so every loop's trip count is a constant. Every array value is
+one buffer of its own, C-ordered: an output's is the caller's buffer where the program
+computes it at top level, the others are allocated once, when the kernel starts, and freed
+when it returns (a loop body's values reuse theirs on every iteration: each is dead before
+the next one computes it). So the kernel writes only its output buffers and its own memory,
+never an argument. A loop's carry and a `cond`'s results have buffers (rank-0: stack slots)
+that each iteration or branch copies its results into, through temporaries where a result is
+another carry's value (`(a, b) -> (b, a)`).
+
+What it compiles (anything else is `LLVMUnsupported`, naming the equation): the elementwise
+primitives of `rules.py` on same-shape or rank-0 operands, unfused or in `fused` kernels;
+`broadcast_in_dim` of a rank-0 value; reductions over all axes (`reduce_sum/prod/max/min`,
+also as a fused kernel's last member); `while`, `fori_loop` and `cond`; dtypes bool, int32,
+int64, float32 and float64.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from math import prod
+
+import numpy as np
+from llvmlite import ir
+
+from minijit import primitives as P
+from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, pp_eqn_alone
+from minijit.lax.control_flow import cond_p, while_p
+from minijit.llvm.rules import (
+    BOOL,
+    I32,
+    I64,
+    LLVMUnsupported,
+    constant,
+    intrinsic,
+    scalar_rules,
+    value_type,
+)
+from minijit.passes.counted_loops import fori_loop_p
+from minijit.passes.fuse_elementwise import fused_p
+
+I8 = ir.IntType(8)
+BYTES = I8.as_pointer()
+REDUCTIONS = {P.reduce_sum_p, P.reduce_prod_p, P.reduce_max_p, P.reduce_min_p}
+
+
+def memory_type(dtype) -> ir.Type:
+    """One element in memory: a bool is NumPy's byte."""
+    t = value_type(dtype)
+    return I8 if t == BOOL else t
+
+
+class Program:
+    """Emits one closed Jaxpr as `kernel` and `entry` (see the module docstring)."""
+
+    def __init__(self, closed: ClosedJaxpr, name: str):
+        self.closed = closed
+        self.module = ir.Module(name=name)
+        jaxpr = closed.jaxpr
+        self.params = [v.aval for v in (*jaxpr.constvars, *jaxpr.invars)] + list(jaxpr.out_avals)
+        for k, a in enumerate(self.params):
+            try:
+                value_type(a.dtype)
+            except LLVMUnsupported as e:
+                n_consts, n_in = len(jaxpr.constvars), len(jaxpr.constvars) + len(jaxpr.invars)
+                what = (f"result {k - n_in}" if k >= n_in else f"argument {k - n_consts}"
+                        if k >= n_consts else f"captured constant {k}")
+                raise LLVMUnsupported(f"{e}, in the program's {what} ({a.str_short()})") from None
+        fnty = ir.FunctionType(I32, [memory_type(a.dtype).as_pointer() for a in self.params])
+        self.kernel = ir.Function(self.module, fnty, "kernel")
+        self.kernel.linkage = "internal"
+        for arg in self.kernel.args:
+            arg.add_attribute("noalias")  # no argument is written, every output is fresh
+        self.prologue = ir.IRBuilder(self.kernel.append_basic_block("prologue"))
+        self.b = ir.IRBuilder(self.kernel.append_basic_block("start"))
+        self.allocated = []  # the buffers to free on the way out
+        self.allocated_ok = ir.Constant(BOOL, 1)
+        self._declare_libc()
+
+    def _declare_libc(self):
+        m = self.module
+        self.malloc = ir.Function(m, ir.FunctionType(BYTES, [I64]), "malloc")
+        self.free = ir.Function(m, ir.FunctionType(ir.VoidType(), [BYTES]), "free")
+        self.memmove = ir.Function(m, ir.FunctionType(BYTES, [BYTES, BYTES, I64]), "memmove")
+
+    # -- memory
+    def buffer(self, aval):
+        """A fresh buffer for one array value, allocated when the kernel starts."""
+        nbytes = prod(aval.shape) * aval.dtype.itemsize
+        elem = memory_type(aval.dtype).as_pointer()
+        if nbytes == 0:  # nothing is read or written through it
+            return ir.Constant(elem, None)
+        p = self.prologue.call(self.malloc, [ir.Constant(I64, nbytes)])
+        self.allocated.append(p)
+        self.allocated_ok = self.prologue.and_(
+            self.allocated_ok, self.prologue.icmp_unsigned("!=", p, ir.Constant(BYTES, None)))
+        return self.prologue.bitcast(p, elem)
+
+    def slot(self, aval):
+        """Where a result of a loop or `cond` lives: a buffer, or a stack slot for rank 0."""
+        if aval.shape:
+            return self.buffer(aval)
+        return self.prologue.alloca(value_type(aval.dtype))
+
+    def copy_into(self, slot, value, aval):
+        """Write `value` (a buffer, or a scalar) into `slot`."""
+        if not aval.shape:
+            self.b.store(value, slot)
+            return
+        nbytes = prod(aval.shape) * aval.dtype.itemsize
+        if value is not slot and nbytes:
+            self.b.call(self.memmove, [self.b.bitcast(slot, BYTES),
+                                       self.b.bitcast(value, BYTES), ir.Constant(I64, nbytes)])
+
+    def read_slot(self, slot, aval):
+        return self.b.load(slot) if not aval.shape else slot
+
+    def load(self, ptr, index, dtype):
+        x = self.b.load(self.b.gep(ptr, [index]))
+        return self.b.trunc(x, BOOL) if value_type(dtype) == BOOL else x
+
+    def store(self, value, ptr, index, dtype):
+        if value_type(dtype) == BOOL:
+            value = self.b.zext(value, I8)
+        self.b.store(value, self.b.gep(ptr, [index]))
+
+    @contextmanager
+    def counted(self, start, stop):
+        """`for i in range(start, stop)` (i64 values); the body is emitted in the block."""
+        b = self.b
+        before = b.block
+        head, body, end = (self.kernel.append_basic_block(n) for n in ("head", "body", "end"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        i.add_incoming(start, before)
+        b.cbranch(b.icmp_signed("<", i, stop), body, end)
+        b.position_at_end(body)
+        yield i
+        i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(end)
+
+    # -- the program
+    def emit(self) -> str:
+        jaxpr = self.closed.jaxpr
+        n_in = len(jaxpr.constvars) + len(jaxpr.invars)
+        inputs = [self.param(p, a) for p, a in zip(self.kernel.args[:n_in], self.params)]
+        # (the dtypes of every argument and result were checked by `__init__`)
+        outputs = self.kernel.args[n_in:]
+        # an output computed at top level is computed in its own buffer (once, if it is two)
+        where = {}
+        for k, v in enumerate(jaxpr.outvars):
+            if not isinstance(v, Lit) and v.aval.shape and jaxpr.outvars.count(v) == 1:
+                where[id(v)] = outputs[k]
+        results = self.jaxpr(jaxpr, inputs, where)
+        for out, value, v in zip(outputs, results, jaxpr.outvars):
+            if v.aval.shape:
+                self.copy_into(out, value, v.aval)
+            else:
+                self.store(value, out, ir.Constant(I64, 0), v.aval.dtype)
+        self.finish()
+        self.entry()
+        return str(self.module)
+
+    def param(self, pointer, aval):
+        """A constant or argument: its data pointer, or its value if it is rank 0."""
+        if aval.shape:
+            return pointer
+        return self.load(pointer, ir.Constant(I64, 0), aval.dtype)
+
+    def finish(self):
+        """The ways out: free every buffer, return 0; or 1 if one could not be allocated."""
+        exit_block = self.kernel.append_basic_block("exit")
+        failed = self.kernel.append_basic_block("out_of_memory")
+        self.b.branch(exit_block)
+        start = self.kernel.blocks[1]
+        self.prologue.cbranch(self.allocated_ok, start, failed)
+        for block, status in ((exit_block, 0), (failed, 1)):
+            self.b.position_at_end(block)
+            for p in self.allocated:
+                self.b.call(self.free, [p])  # free(NULL) does nothing
+            self.b.ret(ir.Constant(I32, status))
+
+    def entry(self):
+        """The `METH_FASTCALL` entry: data pointers out of the array objects, then `kernel`."""
+        m = self.module
+        fn = ir.Function(m, ir.FunctionType(BYTES, [BYTES, BYTES.as_pointer(), I64]), "entry")
+        incref = ir.Function(m, ir.FunctionType(ir.VoidType(), [BYTES]), "Py_IncRef")
+        no_memory = ir.Function(m, ir.FunctionType(BYTES, []), "PyErr_NoMemory")
+        b = ir.IRBuilder(fn.append_basic_block())
+        _, args, _ = fn.args
+        pointers = []
+        for k, param in enumerate(self.kernel.args):
+            obj = b.load(b.gep(args, [ir.Constant(I64, k)]))
+            field = b.bitcast(b.gep(obj, [ir.Constant(I64, 16)]), param.type.as_pointer())
+            pointers.append(b.load(field))
+        status = b.call(self.kernel, pointers)
+        ok, failed = fn.append_basic_block("ok"), fn.append_basic_block("failed")
+        b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), ok, failed)
+        b.position_at_end(ok)
+        none = b.inttoptr(ir.Constant(I64, id(None)), BYTES)
+        b.call(incref, [none])
+        b.ret(none)
+        b.position_at_end(failed)
+        b.ret(b.call(no_memory, []))
+
+    def jaxpr(self, jaxpr: Jaxpr, inputs, where=None) -> list:
+        """Emit `jaxpr`'s equations with its invars bound to `inputs`; its outputs' values.
+        `where` maps an outvar (by id) to the buffer its equation computes it in."""
+        env = {id(v): x for v, x in zip((*jaxpr.constvars, *jaxpr.invars), inputs)}
+        where = where or {}
+        for eqn in jaxpr.eqns:
+            args = [self.atom(a, env) for a in eqn.invars]
+            try:
+                outs = self.equation(eqn, args, [where.get(id(v)) for v in eqn.outvars])
+            except LLVMUnsupported as e:
+                raise LLVMUnsupported(f"{e}, in `{pp_eqn_alone(eqn)}`"
+                                      + (f" (from {eqn.source})" if eqn.source else "")) from None
+            env.update(zip(map(id, eqn.outvars), outs))
+        return [self.atom(a, env) for a in jaxpr.outvars]
+
+    def atom(self, a, env):
+        if isinstance(a, Lit):
+            return constant(a.aval.dtype, a.val)
+        return env[id(a)]
+
+    def equation(self, eqn: Eqn, args, targets) -> list:
+        p = eqn.primitive
+        if p is while_p:
+            return self.while_loop(eqn, args)
+        if p is fori_loop_p:
+            return self.fori_loop(eqn, args)
+        if p is cond_p:
+            return self.cond(eqn, args)
+        if p is fused_p:
+            return self.fused(eqn, args, targets)
+        if p in scalar_rules or p is P.broadcast_in_dim_p or p in REDUCTIONS:
+            # one equation is a kernel of one member, over its operands that are not literals
+            vars_ = [(a, x) for a, x in zip(eqn.invars, args) if not isinstance(a, Lit)]
+            kernel = Jaxpr((), tuple(a for a, _ in vars_), (eqn,), eqn.outvars)
+            return self.fused(eqn, [x for _, x in vars_], targets, kernel)
+        raise LLVMUnsupported(f"the primitive {p.name}")
+
+    # -- loop kernels
+    def fused(self, eqn: Eqn, args, targets, kernel: Jaxpr | None = None) -> list:
+        """An elementwise kernel (with at most a reduction over all axes at its end): one
+        loop over its elements; rank-0 work is computed once, outside any loop."""
+        kernel = kernel or eqn.params["jaxpr"]
+        shapes = {e.invars[0].aval.shape if e.primitive in REDUCTIONS else e.outvars[0].aval.shape
+                  for e in kernel.eqns}
+        if len(shapes) != 1:
+            raise LLVMUnsupported("a kernel over several shapes")
+        (shape,) = shapes
+        reductions = [e for e in kernel.eqns if e.primitive in REDUCTIONS]
+        if not shape and not reductions:  # rank-0 work: no loop
+            return self.elements(kernel, args, None, None)
+        if any(not v.aval.shape and not any(e.outvars[0] is v for e in reductions)
+               for v in kernel.outvars):
+            raise LLVMUnsupported("a kernel with a rank-0 output that is not a reduction")
+        accumulators = {}
+        for e in reductions:
+            if sorted(e.params["axes"]) != list(range(len(shape))):
+                raise LLVMUnsupported("a reduction over some of the axes")
+            slot = self.prologue.alloca(value_type(e.outvars[0].aval.dtype))
+            self.b.store(_reduction_start(e), slot)
+            accumulators[id(e)] = slot
+        buffers = [t if t is not None else self.buffer(v.aval) if v.aval.shape else None
+                   for t, v in zip(targets, kernel.outvars)]
+        with self.counted(ir.Constant(I64, 0), ir.Constant(I64, prod(shape))) as i:
+            values = self.elements(kernel, args, i, accumulators)
+            for value, v, buf in zip(values, kernel.outvars, buffers):
+                if buf is not None:
+                    self.store(value, buf, i, v.aval.dtype)
+        by_var = {id(e.outvars[0]): self.b.load(accumulators[id(e)]) for e in reductions}
+        return [buf if buf is not None else by_var[id(v)]
+                for buf, v in zip(buffers, kernel.outvars)]
+
+    def elements(self, kernel: Jaxpr, args, i, accumulators) -> list:
+        """One element of each of `kernel`'s outputs, at flat index `i` (None: rank-0 work).
+        A reduction folds its element into its accumulator; its value is read after."""
+        env = {}
+        for v, x in zip(kernel.invars, args):
+            env[id(v)] = self.load(x, i, v.aval.dtype) if v.aval.shape else x
+        for e in kernel.eqns:
+            ins = [self.atom(a, env) for a in e.invars]
+            p = e.primitive
+            if p is P.broadcast_in_dim_p:
+                if e.invars[0].aval.shape:
+                    raise LLVMUnsupported("broadcast_in_dim of an array")
+                out = ins[0]
+            elif p in REDUCTIONS:
+                slot = accumulators[id(e)]
+                self.b.store(_combine(self.b, p, self.b.load(slot), ins[0], e), slot)
+                continue
+            elif p in scalar_rules:
+                if any(a.aval.shape and a.aval.shape != e.outvars[0].aval.shape
+                       for a in e.invars):
+                    raise LLVMUnsupported("operands of different shapes")
+                out = scalar_rules[p](self.b, ins, e)
+            else:
+                raise LLVMUnsupported(f"the primitive {p.name} in a kernel")
+            env[id(e.outvars[0])] = out
+        return [self.atom(a, env) if id(a) in env or isinstance(a, Lit) else None
+                for a in kernel.outvars]
+
+    # -- control flow
+    def carry(self, avals, values) -> list:
+        """A loop's carry, holding `values` to start with. A rank-0 part is a stack slot. An
+        array part is two buffers and two stack slots that say which one is current and which
+        is spare: the body computes the part's new value in the spare one where it can, and
+        the two swap at the end of the iteration, so no copy is made (`write_carry`)."""
+        parts = []
+        for a, x in zip(avals, values):
+            if not a.shape:
+                slot = self.prologue.alloca(value_type(a.dtype))
+                self.b.store(x, slot)
+                parts.append((slot, None))
+                continue
+            pointer = memory_type(a.dtype).as_pointer()
+            current, spare = self.prologue.alloca(pointer), self.prologue.alloca(pointer)
+            first = self.buffer(a)
+            self.b.store(first, current)  # at every entry to the loop: it may have swapped
+            self.b.store(self.buffer(a), spare)
+            self.copy_into(first, x, a)
+            parts.append((current, spare))
+        return parts
+
+    def read_carry(self, parts) -> list:
+        """The carry's current values: a rank-0 part's value, an array part's buffer."""
+        return [self.b.load(current) for current, _ in parts]
+
+    def spares(self, body: Jaxpr, parts) -> tuple[list, dict]:
+        """Each array part's spare buffer, where the body computes that part's new value
+        itself (an equation's result, returned once), and `where` for `self.jaxpr`."""
+        spares, where = [], {}
+        for v, (_, spare) in zip(body.outvars, parts):
+            computed = (spare is not None and not isinstance(v, Lit)
+                        and body.outvars.count(v) == 1 and v not in body.invars)
+            spares.append(self.b.load(spare) if computed else None)
+            if computed:
+                where[id(v)] = spares[-1]
+        return spares, where
+
+    def write_carry(self, parts, values, avals, carried, spares):
+        """The body's results become the carry. A result computed in its spare buffer swaps
+        with the current one; any other is copied into the current one, and a result that is
+        another part's current value goes through a temporary first (`(a, b) -> (b, a)`),
+        so that no buffer is overwritten before it is read."""
+        staged = []
+        for k, (x, a) in enumerate(zip(values, avals)):
+            if a.shape and any(x is c for j, c in enumerate(carried) if j != k):
+                temp = self.buffer(a)
+                self.copy_into(temp, x, a)
+                x = temp
+            staged.append(x)
+        swaps = []
+        for (current, spare), x, a, old, fresh in zip(parts, staged, avals, carried, spares):
+            if not a.shape:
+                self.b.store(x, current)
+            elif fresh is not None and x is fresh:
+                swaps.append((current, spare, x, old))
+            else:
+                self.copy_into(old, x, a)
+        for current, spare, new, old in swaps:
+            self.b.store(new, current)
+            self.b.store(old, spare)
+
+    def while_loop(self, eqn: Eqn, args) -> list:
+        cn, bn = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+        cond, body = eqn.params["cond_jaxpr"], eqn.params["body_jaxpr"]
+        avals = [v.aval for v in eqn.outvars]
+        parts = self.carry(avals, args[cn + bn:])
+        b = self.b
+        head, loop, end = (self.kernel.append_basic_block(n) for n in ("while", "do", "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        carried = self.read_carry(parts)
+        (go,) = self.jaxpr(cond, [*args[:cn], *carried])
+        b.cbranch(go, loop, end)
+        b.position_at_end(loop)
+        spares, where = self.spares(body, parts)
+        new = self.jaxpr(body, [*args[cn:cn + bn], *carried], where)
+        self.write_carry(parts, new, avals, carried, spares)
+        b.branch(head)
+        b.position_at_end(end)
+        return self.read_carry(parts)
+
+    def fori_loop(self, eqn: Eqn, args) -> list:
+        n = eqn.params["body_nconsts"]
+        lower, upper, consts, init = args[0], args[1], args[2:2 + n], args[2 + n:]
+        body = eqn.params["body_jaxpr"]
+        index_type = lower.type
+        avals = [v.aval for v in eqn.outvars]
+        parts = self.carry(avals, init)
+        with self.counted(self.b.sext(lower, I64) if index_type != I64 else lower,
+                          self.b.sext(upper, I64) if index_type != I64 else upper) as i:
+            carried = self.read_carry(parts)
+            index = self.b.trunc(i, index_type) if index_type != I64 else i
+            spares, where = self.spares(body, parts)
+            new = self.jaxpr(body, [*consts, index, *carried], where)
+            self.write_carry(parts, new, avals, carried, spares)
+        return self.read_carry(parts)
+
+    def cond(self, eqn: Eqn, args) -> list:
+        """`branches[clamp(index, 0, n - 1)]`, as `cond`'s impl rule picks it."""
+        index, operands = args[0], args[1:]
+        branches = eqn.params["branches"]
+        avals = [v.aval for v in eqn.outvars]
+        slots = [self.slot(a) for a in avals]
+        b = self.b
+        blocks = [self.kernel.append_basic_block(f"branch{k}") for k in range(len(branches))]
+        end = self.kernel.append_basic_block("merge")
+        last = len(branches) - 1
+        if index.type == BOOL:
+            index = b.zext(index, I32)
+        low = b.icmp_signed("<", index, ir.Constant(index.type, 0))
+        high = b.icmp_signed(">", index, ir.Constant(index.type, last))
+        index = b.select(low, ir.Constant(index.type, 0),
+                         b.select(high, ir.Constant(index.type, last), index))
+        switch = b.switch(index, blocks[last])
+        for k, block in enumerate(blocks[:last]):
+            switch.add_case(ir.Constant(index.type, k), block)
+        for branch, block in zip(branches, blocks):
+            b.position_at_end(block)
+            for s, x, a in zip(slots, self.jaxpr(branch, operands), avals):
+                self.copy_into(s, x, a)
+            b.branch(end)
+        b.position_at_end(end)
+        return [self.read_slot(s, a) for s, a in zip(slots, avals)]
+
+
+def _reduction_start(e: Eqn):
+    dtype = e.outvars[0].aval.dtype
+    p = e.primitive
+    if p is P.reduce_sum_p:
+        return constant(dtype, 0)
+    if p is P.reduce_prod_p:
+        return constant(dtype, 1)
+    high = p is P.reduce_min_p
+    if dtype.kind == "f":
+        return constant(dtype, np.inf if high else -np.inf)
+    if dtype.kind == "b":
+        return constant(dtype, high)
+    info = np.iinfo(dtype)
+    return constant(dtype, info.max if high else info.min)
+
+
+def _combine(b: ir.IRBuilder, p, acc, x, e: Eqn):
+    kind = e.outvars[0].aval.dtype.kind
+    if p is P.reduce_sum_p:
+        return b.fadd(acc, x) if kind == "f" else b.or_(acc, x) if kind == "b" else b.add(acc, x)
+    if p is P.reduce_prod_p:
+        return b.fmul(acc, x) if kind == "f" else b.and_(acc, x) if kind == "b" else b.mul(acc, x)
+    high = p is P.reduce_max_p
+    if kind == "f":
+        return intrinsic(b, "maximum" if high else "minimum", [acc, x])
+    if kind == "b":
+        return b.or_(acc, x) if high else b.and_(acc, x)
+    return b.select(b.icmp_signed(">" if high else "<", x, acc), x, acc)
+
+
+def emit_program(closed: ClosedJaxpr, name: str = "f") -> str:
+    """The LLVM IR text of `closed`; raises `LLVMUnsupported` for what it cannot compile."""
+    return Program(closed, name).emit()

@@ -1,0 +1,292 @@
+"""The LLVM backend's per-element rules: one value of a primitive's result, as LLVM IR.
+
+`scalar_rules[p](b, args, eqn) -> value` emits, through the llvmlite `IRBuilder` `b`, the
+instructions that compute one element of `eqn`'s result from one element of each operand
+(`args`, LLVM values in the operands' types). The same rule serves a rank-0 equation and the
+body of a loop kernel, as `Expression` rules do for the Numba backend (`codegen/rules.py`).
+
+Each rule computes exactly what `interpret.py`'s NumPy rule computes (the tests run every
+program on both): integers wrap, `max`/`min` propagate NaN and order -0.0 below +0.0 (LLVM's
+`maximum`/`minimum`, IEEE 754-2019's), a float converted to an integer saturates with NaN
+as 0 (LLVM's `fptosi.sat`, XLA's rule). Math functions call the C library's (`sin`, `exp`,
+...), as Numba's `math.sin` does. A primitive or dtype missing here is one the backend does
+not compile (`LLVMUnsupported`, naming the equation).
+
+Values live in registers as `i1` for bool, `i32`/`i64`, `float`/`double`; in memory a bool is
+a byte (NumPy's), which `emit.py` converts on load and store.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from minijit import primitives as P
+
+BOOL, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+F32, F64 = ir.FloatType(), ir.DoubleType()
+TYPES = {np.dtype(np.bool_): BOOL, np.dtype(np.int32): I32, np.dtype(np.int64): I64,
+         np.dtype(np.float32): F32, np.dtype(np.float64): F64}
+
+
+class LLVMUnsupported(NotImplementedError):
+    """The program uses something this backend does not compile; the message says what."""
+
+
+def value_type(dtype) -> ir.Type:
+    """The register type of one element of `dtype`."""
+    try:
+        return TYPES[np.dtype(dtype)]
+    except KeyError:
+        raise LLVMUnsupported(f"the dtype {np.dtype(dtype).name}") from None
+
+
+def constant(dtype, value) -> ir.Constant:
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return ir.Constant(BOOL, int(bool(value)))
+    if kind == "f":
+        return ir.Constant(value_type(dtype), float(value))
+    return ir.Constant(value_type(dtype), int(value))
+
+
+def _kind(eqn) -> str:
+    return eqn.invars[0].aval.dtype.kind
+
+
+def intrinsic(b: ir.IRBuilder, name: str, args, result=None):
+    """A call of the LLVM intrinsic `llvm.<name>` overloaded on the arguments' type (and on
+    the result's, if it differs: `fptosi.sat`)."""
+    t = args[0].type
+    suffix = "".join(f".{_suffix(x)}" for x in ([result] if result else []) + [t])
+    fnty = ir.FunctionType(result or t, [x.type for x in args])
+    fn = b.module.globals.get(f"llvm.{name}{suffix}")
+    if fn is None:
+        fn = ir.Function(b.module, fnty, f"llvm.{name}{suffix}")
+    return b.call(fn, args)
+
+
+def _suffix(t: ir.Type) -> str:
+    return {F32: "f32", F64: "f64"}.get(t) or f"i{t.width}"
+
+
+def _libm(b: ir.IRBuilder, name: str, x):
+    """A call of the C library's `name` (`tanh`), or `namef` for float32."""
+    symbol = name + ("f" if x.type == F32 else "")
+    fn = b.module.globals.get(symbol)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(x.type, [x.type]), symbol)
+    return b.call(fn, [x])
+
+
+def _arith(float_op: str, int_op: str):
+    def rule(b, args, eqn):
+        if _kind(eqn) == "f":
+            return getattr(b, float_op)(*args)
+        if _kind(eqn) == "i":
+            return getattr(b, int_op)(*args)
+        raise LLVMUnsupported(f"{eqn.primitive.name} of {eqn.invars[0].aval.dtype.name}")
+    return rule
+
+
+def _extremum(name: str, int_pred: str):
+    def rule(b, args, eqn):
+        if _kind(eqn) == "f":
+            return intrinsic(b, name, args)  # NaN wins, -0.0 < +0.0
+        if _kind(eqn) == "i":
+            return b.select(b.icmp_signed(int_pred, *args), *args)
+        raise LLVMUnsupported(f"{eqn.primitive.name} of bool")
+    return rule
+
+
+def _compare(op: str):
+    def rule(b, args, eqn):
+        if _kind(eqn) == "f":
+            # ordered comparisons are false with a NaN operand; `!=` is unordered (true)
+            return b.fcmp_unordered(op, *args) if op == "!=" else b.fcmp_ordered(op, *args)
+        if _kind(eqn) == "b":
+            return b.icmp_unsigned(op, *args)
+        return b.icmp_signed(op, *args)
+    return rule
+
+
+def _neg(b, args, eqn):
+    (x,) = args
+    if _kind(eqn) == "f":
+        return b.fneg(x)
+    if _kind(eqn) == "i":
+        return b.neg(x)
+    raise LLVMUnsupported("neg of bool")
+
+
+def _abs(b, args, eqn):
+    (x,) = args
+    if _kind(eqn) == "f":
+        return intrinsic(b, "fabs", [x])
+    if _kind(eqn) == "i":  # wraps: abs(int_min) == int_min, as NumPy's
+        return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
+    raise LLVMUnsupported("abs of bool")
+
+
+def _float_only(name: str, call):
+    def rule(b, args, eqn):
+        if _kind(eqn) != "f":
+            raise LLVMUnsupported(f"{eqn.primitive.name} of {eqn.invars[0].aval.dtype.name}")
+        return call(b, name, args[0])
+    return rule
+
+
+def _intrinsic1(b, name, x):
+    return intrinsic(b, name, [x])
+
+
+def _logical(op: str):
+    def rule(b, args, eqn):
+        if _kind(eqn) not in "bi":
+            raise LLVMUnsupported(f"{eqn.primitive.name} of floats")
+        return getattr(b, op)(*args)
+    return rule
+
+
+def _not(b, args, eqn):
+    (x,) = args
+    if _kind(eqn) not in "bi":
+        raise LLVMUnsupported("not of floats")
+    return b.not_(x)
+
+
+def _select_n(b, args, eqn):
+    """`cases[pred]`: a bool picks case 1 when true; an int picks by value, the last case for
+    any value beyond (the operands of a staged `select_n` are always in range)."""
+    pred, *cases = args
+    if pred.type == BOOL:
+        if len(cases) != 2:
+            raise LLVMUnsupported("select_n with a bool predicate and not two cases")
+        return b.select(pred, cases[1], cases[0])
+    out = cases[-1]
+    for k in range(len(cases) - 2, -1, -1):
+        out = b.select(b.icmp_signed("==", pred, ir.Constant(pred.type, k)), cases[k], out)
+    return out
+
+
+def convert(b: ir.IRBuilder, x, src, dst):
+    """`x` of dtype `src` as dtype `dst`, as `interpret.convert_element_type` converts."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    to = value_type(dst)
+    if src == dst:
+        return x
+    if dst.kind == "b":  # x != 0; NaN is true, as NumPy's astype(bool)
+        if src.kind == "f":
+            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+        return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+    if src.kind == "b":
+        return b.uitofp(x, to) if dst.kind == "f" else b.zext(x, to)
+    if src.kind == "f" and dst.kind == "f":
+        return b.fpext(x, to) if dst.itemsize > src.itemsize else b.fptrunc(x, to)
+    if src.kind == "f":  # saturating, NaN -> 0 (XLA's conversion)
+        return intrinsic(b, "fptosi.sat", [x], result=to)
+    if dst.kind == "f":
+        return b.sitofp(x, to)
+    if dst.itemsize > src.itemsize:
+        return b.sext(x, to)
+    return b.trunc(x, to) if dst.itemsize < src.itemsize else x
+
+
+def _convert(b, args, eqn):
+    return convert(b, args[0], eqn.invars[0].aval.dtype, eqn.params["new_dtype"])
+
+
+def _integer_pow(b, args, eqn):
+    """x ** y for a literal 0 <= y <= 4 as the products x * x * ... left to right, as the
+    Numba backend writes it (a larger power would need the C library's `pow`)."""
+    (x,), y = args, int(eqn.params["y"])
+    if not 0 <= y <= 4 or _kind(eqn) == "b":
+        raise LLVMUnsupported(f"integer_pow with y={y}")
+    if y == 0:
+        return constant(eqn.invars[0].aval.dtype, 1)
+    mul = b.fmul if _kind(eqn) == "f" else b.mul
+    out = x
+    for _ in range(y - 1):
+        out = mul(out, x)
+    return out
+
+
+scalar_rules = {
+    P.add_p: _arith("fadd", "add"), P.sub_p: _arith("fsub", "sub"),
+    P.mul_p: _arith("fmul", "mul"), P.neg_p: _neg, P.abs_p: _abs,
+    P.max_p: _extremum("maximum", ">"), P.min_p: _extremum("minimum", "<"),
+    P.lt_p: _compare("<"), P.le_p: _compare("<="), P.gt_p: _compare(">"),
+    P.ge_p: _compare(">="), P.eq_p: _compare("=="), P.ne_p: _compare("!="),
+    P.and_p: _logical("and_"), P.or_p: _logical("or_"), P.xor_p: _logical("xor"),
+    P.not_p: _not, P.select_n_p: _select_n, P.convert_element_type_p: _convert,
+    P.integer_pow_p: _integer_pow,
+    P.sqrt_p: _float_only("sqrt", _intrinsic1), P.floor_p: _float_only("floor", _intrinsic1),
+    P.ceil_p: _float_only("ceil", _intrinsic1), P.sin_p: _float_only("sin", _libm),
+    P.cos_p: _float_only("cos", _libm), P.tan_p: _float_only("tan", _libm),
+    P.exp_p: _float_only("exp", _libm), P.log_p: _float_only("log", _libm),
+    P.tanh_p: _float_only("tanh", _libm), P.expm1_p: _float_only("expm1", _libm),
+    P.log1p_p: _float_only("log1p", _libm),
+}
+
+
+def _clamp(b, args, eqn):
+    """min(max(x, lo), hi), with `max` and `min`'s NaN and signed-zero rules."""
+    lo, x, hi = args
+    if _kind(eqn) == "b":
+        raise LLVMUnsupported("clamp of bool")
+    high = _extremum("maximum", ">")(b, [x, lo], eqn)
+    return _extremum("minimum", "<")(b, [high, hi], eqn)
+
+
+def _sign(b, args, eqn):
+    """-1, 0 or 1; a float's -0.0 is +0.0 and NaN is NaN, as NumPy's."""
+    (x,) = args
+    zero = ir.Constant(x.type, 0.0 if _kind(eqn) == "f" else 0)
+    one, minus = ir.Constant(x.type, 1.0 if _kind(eqn) == "f" else 1), None
+    if _kind(eqn) == "f":
+        minus = ir.Constant(x.type, -1.0)
+        return b.select(b.fcmp_ordered(">", x, zero), one,
+                        b.select(b.fcmp_ordered("<", x, zero), minus,
+                                 b.select(b.fcmp_ordered("==", x, zero), zero, x)))
+    if _kind(eqn) == "i":
+        minus = ir.Constant(x.type, -1)
+        return b.select(b.icmp_signed(">", x, zero), one,
+                        b.select(b.icmp_signed("<", x, zero), minus, zero))
+    raise LLVMUnsupported("sign of bool")
+
+
+def _is_finite(b, args, eqn):
+    (x,) = args
+    if _kind(eqn) != "f":
+        raise LLVMUnsupported(f"is_finite of {eqn.invars[0].aval.dtype.name}")
+    # |x| < inf is false for inf and (ordered) for NaN
+    return b.fcmp_ordered("<", intrinsic(b, "fabs", [x]), ir.Constant(x.type, float("inf")))
+
+
+def _libm2(name: str):
+    def rule(b, args, eqn):
+        if _kind(eqn) != "f":
+            raise LLVMUnsupported(f"{eqn.primitive.name} of {eqn.invars[0].aval.dtype.name}")
+        x, y = args
+        symbol = name + ("f" if x.type == F32 else "")
+        fn = b.module.globals.get(symbol)
+        if fn is None:
+            fn = ir.Function(b.module, ir.FunctionType(x.type, [x.type, x.type]), symbol)
+        return b.call(fn, [x, y])
+    return rule
+
+
+scalar_rules[P.clamp_p] = _clamp
+scalar_rules[P.sign_p] = _sign
+scalar_rules[P.is_finite_p] = _is_finite
+scalar_rules[P.atan2_p] = _libm2("atan2")
+scalar_rules[P.pow_p] = _libm2("pow")
+
+
+def _div(b, args, eqn):
+    if _kind(eqn) != "f":  # integer division's x / 0 and int_min / -1 need XLA's rules
+        raise LLVMUnsupported(f"div of {eqn.invars[0].aval.dtype.name}")
+    return b.fdiv(*args)
+
+
+scalar_rules[P.div_p] = _div

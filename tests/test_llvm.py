@@ -1,0 +1,250 @@
+"""The LLVM backend (`minijit/llvm/`): what it compiles, that it computes what `eval_jaxpr`
+computes, and that a program it declines runs on Numba with the reason kept.
+
+Every catalogue program also runs through `jit(..., backend="llvm")` in test_catalogue.py
+(it is one of `BACKENDS`); here the list of those LLVM compiles itself is pinned, so that
+no program quietly moves to Numba."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from catalogue import PROGRAMS
+
+import minijit as mj
+import minijit.lax as lax
+import minijit.numpy as mnp
+from minijit.interpret import eval_jaxpr
+from minijit.llvm import LLVMExecutable, LLVMUnsupported
+from minijit.llvm.emit import emit_program
+from minijit.passes import run_passes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from workloads import EagerLax, scale_program  # noqa: E402
+
+# The catalogue programs the LLVM backend compiles itself (the rest go to Numba).
+COMPILED_BY_LLVM = {
+    "arith_add_sub_mul", "arith_true_divide", "arith_power_float", "arith_integer_pow",
+    "arith_integer_pow_int32", "arith_unary_float", "arith_unary_int32",
+    "arith_reflected_numpy_operand", "compare_int", "compare_float_scalar", "logical_bool",
+    "logical_numbers", "bitwise_int", "exp_log", "trig_sqrt", "floor_ceil_sign",
+    "floor_ceil_int", "maximum_minimum_clip", "maximum_propagates_nan", "where", "relu_gelu",
+    "dtype_weak_scalars", "arctan2", "lax_clamp", "arange", "linspace", "scalar_argument",
+    "zero_d_array_argument", "static_int_loop", "static_string_mode", "cond[+1]", "cond[-1]",
+    "switch[0]", "switch[2]", "switch[5]", "switch[-1]", "while_loop",
+    "fori_loop_traced_bound", "nested_jit_static_kwargs_pytree", "nested_jit_in_fori_and_cond",
+    "passes_float_identities", "passes_dead_code", "outputs_alias_inputs",
+    "mean_squared_error", "polyval_static_loop", "pytree_in_out",
+}
+
+
+def _executable(jf, *args):
+    jf(*args)
+    (entry,) = jf.cache_entries()
+    return entry.executable
+
+
+def _executable_of(jf):
+    (entry,) = jf.cache_entries()
+    return entry.executable
+
+
+def _optimized(fn, *args, **kw):
+    return run_passes(mj.make_jaxpr(fn, **kw)(*args))
+
+
+@pytest.mark.parametrize("prog", PROGRAMS, ids=[p.name for p in PROGRAMS])
+def test_which_catalogue_programs_llvm_compiles(prog):
+    """LLVM compiles exactly the listed programs; for every other one it names the equation
+    it cannot compile, and that program runs on Numba's executable."""
+    args = prog.make_args()
+    jf = mj.jit(prog.minijit_fn(), static_argnums=prog.static_argnums, backend="llvm")
+    executable = _executable(jf, *args)
+    if prog.name in COMPILED_BY_LLVM:
+        assert isinstance(executable, LLVMExecutable), executable.llvm_declined
+        assert executable.llvm_declined is None
+        assert "define i8* @\"entry\"" in executable.as_text()
+    else:
+        assert not isinstance(executable, LLVMExecutable)
+        # where: the equation as the IR prints it, or the argument or result
+        assert " in `" in executable.llvm_declined or " in the program's " in \
+            executable.llvm_declined
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_nested_control_flow_of_the_benchmark(k):
+    """The compile-speed benchmark's control flow, 1 to 3 deep, against NumPy and against
+    `eval_jaxpr` (the same C library `sin` as NumPy here or not: 1e-12 relative)."""
+    x = np.linspace(-1.0, 1.0, 1000)
+    jf = mj.jit(scale_program(mnp, lax, "nested", k), backend="llvm")
+    got = np.asarray(jf(x))
+    assert isinstance(_executable(jf, x), LLVMExecutable)
+    np.testing.assert_allclose(got, scale_program(np, EagerLax, "nested", k)(x), rtol=1e-12)
+    closed = _optimized(scale_program(mnp, lax, "nested", k), x)
+    np.testing.assert_allclose(got, eval_jaxpr(closed.jaxpr, closed.consts, x)[0], rtol=1e-12)
+
+
+def test_a_carry_that_swaps_its_parts():
+    """(a, b) -> (b, a + 1): each slot is written only after every slot was read."""
+    def swap(a, b):
+        def body(i, c):
+            return c[1], c[0] + 1.0
+        return lax.fori_loop(0, 3, body, (a, b))
+
+    def swap_while(a, s):
+        def body(c):
+            return c[0] + 1, c[2], c[1] * 2.0, c[4], c[3]
+        return lax.while_loop(lambda c: c[0] < 5, body, (0, a, a + 1.0, s, s - 1.0))
+
+    a, b = np.arange(4.0), np.arange(4.0) * 10
+    got = _check_like_interpreter(swap, a, b)
+    np.testing.assert_array_equal(got[0], b + 1.0)  # (b, a+1), (a+1, b+1), (b+1, a+2)
+    np.testing.assert_array_equal(got[1], a + 2.0)
+    _check_like_interpreter(swap_while, a, np.float64(2.5))
+
+
+def test_cond_index_out_of_range_is_clamped():
+    """`lax.switch`'s index picks the first branch below 0 and the last above, as `cond`'s
+    impl rule does."""
+    def f(i, x):
+        return lax.switch(i, [lambda v: v + 1.0, lambda v: v * 2.0, lambda v: -v], x)
+
+    jf = mj.jit(f, backend="llvm")
+    x = np.arange(3.0)
+    for i, want in [(-5, x + 1.0), (0, x + 1.0), (1, x * 2.0), (2, -x), (7, -x)]:
+        np.testing.assert_array_equal(jf(np.int32(i), x), want)
+    assert isinstance(_executable(jf, np.int32(0), x), LLVMExecutable)
+
+
+def _check_like_interpreter(fn, *args):
+    jf = mj.jit(fn, backend="llvm")
+    snapshot = [np.array(a, copy=True) for a in args]
+    got = jf(*args)
+    assert isinstance(_executable(jf, *args), LLVMExecutable), \
+        _executable(jf, *args).llvm_declined
+    closed = _optimized(fn, *args)
+    want = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g = np.asarray(g)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    for a, s in zip(args, snapshot):
+        np.testing.assert_array_equal(a, s)  # arguments are never written
+    return got
+
+
+def test_nan_and_signed_zeros_in_max_min_and_reductions():
+    x = np.array([0.0, -0.0, np.nan, 1.0, -2.0])
+    y = np.array([-0.0, 0.0, 3.0, np.nan, -1.0])
+
+    def f(x, y):
+        return mnp.maximum(x, y), mnp.minimum(x, y), mnp.max(x), mnp.min(y), mnp.sum(x)
+
+    got = _check_like_interpreter(f, x, y)
+    assert np.signbit(got[0][:2]).tolist() == [False, False]
+    assert np.signbit(got[1][:2]).tolist() == [True, True]
+    zeros = np.array([0.0, -0.0, -0.0])
+    got = _check_like_interpreter(lambda z: (mnp.max(z), mnp.min(z)), zeros)
+    assert not np.signbit(got[0]) and np.signbit(got[1])
+
+
+def test_float_to_int_saturates_as_xla():
+    x = np.array([np.nan, np.inf, -np.inf, 3e10, -3e10, 2.7, -2.7, 0.5], dtype=np.float64)
+    got = _check_like_interpreter(lambda v: (v.astype(mnp.int32), v.astype(mnp.int64)), x)
+    assert got[0].tolist() == [0, 2**31 - 1, -2**31, 2**31 - 1, -2**31, 2, -2, 0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])
+def test_dtypes_through_loops_and_cond(dtype):
+    x = (np.arange(6) % 3).astype(dtype)
+
+    def f(x):
+        def body(i, c):
+            return mnp.where(c > 0, c, x) if x.dtype == np.bool_ else c + x
+        y = lax.fori_loop(0, 3, body, x)
+        return lax.cond(mnp.any(y), lambda v: v, lambda v: x, y), mnp.max(y), y.astype(mnp.float32)
+
+    _check_like_interpreter(f, x)
+
+
+def test_zero_sizes_ranks_and_outputs_that_alias():
+    """Empty arrays, rank-0 arguments and results, a constant captured from Python, and
+    results that are an argument, a literal, or one value twice: each result is its own
+    buffer, and no argument is written."""
+    captured = np.linspace(0.0, 1.0, 5)
+
+    def f(x, s, e):
+        y = x * s + captured
+        return y, y, x, s, 2.0, e * 2.0, mnp.sum(e)
+
+    got = _check_like_interpreter(f, np.arange(5.0), np.float64(3.0), np.zeros((0, 3)))
+    assert not np.shares_memory(got[0], got[1])
+    assert got[5].shape == (0, 3)
+
+
+def test_memory_error_when_temporaries_do_not_fit():
+    """An 80 TB carry cannot be allocated: a MemoryError, not a crash, and the function
+    still works for a size that fits."""
+    def f(x):
+        c = lax.fori_loop(0, 1, lambda i, c: c + mnp.sum(x), mnp.zeros((10**13,)))
+        return mnp.max(c)
+
+    jf = mj.jit(f, backend="llvm")
+    with pytest.raises(MemoryError):
+        jf(np.ones(3))
+    assert isinstance(_executable_of(jf), LLVMExecutable)
+
+
+def test_sixteen_threads_call_one_function_cold_and_warm():
+    def f(x):
+        return lax.fori_loop(0, 4, lambda i, c: mnp.sin(c) * 0.5 + x, x)
+
+    jf = mj.jit(f, backend="llvm")
+    x = np.linspace(-1.0, 1.0, 257)
+    want = _check_like_interpreter(f, x)[0]
+    for rounds in (1, 20):  # cold: all at once on an empty cache; warm: many calls each
+        jf = mj.jit(f, backend="llvm")
+        errors = _in_sixteen_threads(lambda jf=jf, rounds=rounds: [
+            np.testing.assert_array_equal(jf(x), want) for _ in range(rounds)])
+        assert not errors, errors[0]
+        assert jf.trace_count == 1
+
+
+def _in_sixteen_threads(work) -> list:
+    """Run `work` in 16 threads released at once; the exceptions they raised."""
+    barrier, errors = threading.Barrier(16), []
+
+    def run():
+        barrier.wait()
+        try:
+            work()
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def test_what_llvm_declines_runs_on_numba_with_the_reason():
+    def f(x):
+        return x.reshape(2, 3).sum(axis=0)
+
+    jf = mj.jit(f, backend="llvm")
+    x = np.arange(6.0)
+    np.testing.assert_array_equal(jf(x), x.reshape(2, 3).sum(axis=0))
+    executable = _executable(jf, x)
+    assert "the primitive reshape, in `" in executable.llvm_declined
+    with pytest.raises(LLVMUnsupported, match="reshape"):
+        emit_program(_optimized(f, x))
+    threaded = mj.jit(lambda v: v * 2.0, backend="llvm", parallel=True)
+    assert "parallel=True" in _executable(threaded, x).llvm_declined
