@@ -36,7 +36,7 @@ import numpy as np
 from llvmlite import ir
 
 from minijit import primitives as P
-from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, pp_eqn_alone
+from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, VarNames, name_like_the_printer, pp_eqn_alone
 from minijit.lax.control_flow import cond_p, while_p
 from minijit.llvm.rules import (
     BOOL,
@@ -81,8 +81,14 @@ class Program:
         fnty = ir.FunctionType(I32, [memory_type(a.dtype).as_pointer() for a in self.params])
         self.kernel = ir.Function(self.module, fnty, "kernel")
         self.kernel.linkage = "internal"
-        for arg in self.kernel.args:
+        # values are named as the printed jaxpr names them, an element read at `i` as `a[i]`
+        self.names = VarNames()
+        name_like_the_printer(jaxpr, self.names)
+        outs = [f"out{k}" for k in range(len(jaxpr.outvars))]
+        for arg, name in zip(self.kernel.args, [*map(self.names, (*jaxpr.constvars,
+                                                                 *jaxpr.invars)), *outs]):
             arg.add_attribute("noalias")  # no argument is written, every output is fresh
+            arg.name = name
         self.prologue = ir.IRBuilder(self.kernel.append_basic_block("prologue"))
         self.b = ir.IRBuilder(self.kernel.append_basic_block("start"))
         self.allocated = []  # the buffers to free on the way out
@@ -95,18 +101,25 @@ class Program:
         self.free = ir.Function(m, ir.FunctionType(ir.VoidType(), [BYTES]), "free")
         self.memmove = ir.Function(m, ir.FunctionType(BYTES, [BYTES, BYTES, I64]), "memmove")
 
+    def named(self, value, v):
+        """`value`, named as the printer names the Var `v` if it is a new instruction."""
+        if isinstance(value, ir.Instruction) and value.name.startswith("."):  # unnamed
+            value.name = v if isinstance(v, str) else self.names(v)
+        return value
+
     # -- memory
-    def buffer(self, aval):
+    def buffer(self, aval, name: str = ""):
         """A fresh buffer for one array value, allocated when the kernel starts."""
         nbytes = prod(aval.shape) * aval.dtype.itemsize
         elem = memory_type(aval.dtype).as_pointer()
         if nbytes == 0:  # nothing is read or written through it
             return ir.Constant(elem, None)
-        p = self.prologue.call(self.malloc, [ir.Constant(I64, nbytes)])
+        p = self.prologue.call(self.malloc, [ir.Constant(I64, nbytes)],
+                               name=name and f"{name}.bytes")
         self.allocated.append(p)
         self.allocated_ok = self.prologue.and_(
             self.allocated_ok, self.prologue.icmp_unsigned("!=", p, ir.Constant(BYTES, None)))
-        return self.prologue.bitcast(p, elem)
+        return self.prologue.bitcast(p, elem, name=name)
 
     def slot(self, aval):
         """Where a result of a loop or `cond` lives: a buffer, or a stack slot for rank 0."""
@@ -127,8 +140,8 @@ class Program:
     def read_slot(self, slot, aval):
         return self.b.load(slot) if not aval.shape else slot
 
-    def load(self, ptr, index, dtype):
-        x = self.b.load(self.b.gep(ptr, [index]))
+    def load(self, ptr, index, dtype, name: str = ""):
+        x = self.b.load(self.b.gep(ptr, [index]), name=name)
         return self.b.trunc(x, BOOL) if value_type(dtype) == BOOL else x
 
     def store(self, value, ptr, index, dtype):
@@ -144,7 +157,7 @@ class Program:
         head, body, end = (self.kernel.append_basic_block(n) for n in ("head", "body", "end"))
         b.branch(head)
         b.position_at_end(head)
-        i = b.phi(I64)
+        i = b.phi(I64, name="i")
         i.add_incoming(start, before)
         b.cbranch(b.icmp_signed("<", i, stop), body, end)
         b.position_at_end(body)
@@ -158,6 +171,8 @@ class Program:
         jaxpr = self.closed.jaxpr
         n_in = len(jaxpr.constvars) + len(jaxpr.invars)
         inputs = [self.param(p, a) for p, a in zip(self.kernel.args[:n_in], self.params)]
+        for v, x in zip((*jaxpr.constvars, *jaxpr.invars), inputs):
+            self.named(x, v)
         # (the dtypes of every argument and result were checked by `__init__`)
         outputs = self.kernel.args[n_in:]
         # an output computed at top level is computed in its own buffer (once, if it is two)
@@ -198,20 +213,22 @@ class Program:
         """The `METH_FASTCALL` entry: data pointers out of the array objects, then `kernel`."""
         m = self.module
         fn = ir.Function(m, ir.FunctionType(BYTES, [BYTES, BYTES.as_pointer(), I64]), "entry")
+        for arg, name in zip(fn.args, ("self", "args", "nargs")):
+            arg.name = name
         incref = ir.Function(m, ir.FunctionType(ir.VoidType(), [BYTES]), "Py_IncRef")
         no_memory = ir.Function(m, ir.FunctionType(BYTES, []), "PyErr_NoMemory")
-        b = ir.IRBuilder(fn.append_basic_block())
-        _, args, _ = fn.args
+        none = ir.GlobalVariable(m, I8, "_Py_NoneStruct")  # the object None
+        b = ir.IRBuilder(fn.append_basic_block("start"))
         pointers = []
         for k, param in enumerate(self.kernel.args):
-            obj = b.load(b.gep(args, [ir.Constant(I64, k)]))
-            field = b.bitcast(b.gep(obj, [ir.Constant(I64, 16)]), param.type.as_pointer())
-            pointers.append(b.load(field))
-        status = b.call(self.kernel, pointers)
+            obj = b.load(b.gep(fn.args[1], [ir.Constant(I64, k)]), name=f"object{k}")
+            field = b.bitcast(b.gep(obj, [ir.Constant(I64, 16)]), param.type.as_pointer(),
+                              name=f"object{k}.data")
+            pointers.append(b.load(field, name=param.name))
+        status = b.call(self.kernel, pointers, name="status")
         ok, failed = fn.append_basic_block("ok"), fn.append_basic_block("failed")
         b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), ok, failed)
         b.position_at_end(ok)
-        none = b.inttoptr(ir.Constant(I64, id(None)), BYTES)
         b.call(incref, [none])
         b.ret(none)
         b.position_at_end(failed)
@@ -274,17 +291,18 @@ class Program:
         for e in reductions:
             if sorted(e.params["axes"]) != list(range(len(shape))):
                 raise LLVMUnsupported("a reduction over some of the axes")
-            slot = self.prologue.alloca(value_type(e.outvars[0].aval.dtype))
+            slot = self.prologue.alloca(value_type(e.outvars[0].aval.dtype), name="acc")
             self.b.store(_reduction_start(e), slot)
             accumulators[id(e)] = slot
-        buffers = [t if t is not None else self.buffer(v.aval) if v.aval.shape else None
-                   for t, v in zip(targets, kernel.outvars)]
+        buffers = [t if t is not None else self.buffer(v.aval, self.names(o)) if v.aval.shape
+                   else None for t, v, o in zip(targets, kernel.outvars, eqn.outvars)]
         with self.counted(ir.Constant(I64, 0), ir.Constant(I64, prod(shape))) as i:
             values = self.elements(kernel, args, i, accumulators)
             for value, v, buf in zip(values, kernel.outvars, buffers):
                 if buf is not None:
                     self.store(value, buf, i, v.aval.dtype)
-        by_var = {id(e.outvars[0]): self.b.load(accumulators[id(e)]) for e in reductions}
+        by_var = {id(e.outvars[0]): self.b.load(accumulators[id(e)], name=self.names(o))
+                  for e, o in zip(reductions, _reduction_outvars(eqn, kernel, reductions))}
         return [buf if buf is not None else by_var[id(v)]
                 for buf, v in zip(buffers, kernel.outvars)]
 
@@ -293,7 +311,8 @@ class Program:
         A reduction folds its element into its accumulator; its value is read after."""
         env = {}
         for v, x in zip(kernel.invars, args):
-            env[id(v)] = self.load(x, i, v.aval.dtype) if v.aval.shape else x
+            env[id(v)] = (self.load(x, i, v.aval.dtype, f"{self.names(v)}[i]") if v.aval.shape
+                          else x)
         for e in kernel.eqns:
             ins = [self.atom(a, env) for a in e.invars]
             p = e.primitive
@@ -312,28 +331,30 @@ class Program:
                 out = scalar_rules[p](self.b, ins, e)
             else:
                 raise LLVMUnsupported(f"the primitive {p.name} in a kernel")
-            env[id(e.outvars[0])] = out
+            env[id(e.outvars[0])] = self.named(out, e.outvars[0])
         return [self.atom(a, env) if id(a) in env or isinstance(a, Lit) else None
                 for a in kernel.outvars]
 
     # -- control flow
-    def carry(self, avals, values) -> list:
+    def carry(self, outvars, values) -> list:
         """A loop's carry, holding `values` to start with. A rank-0 part is a stack slot. An
         array part is two buffers and two stack slots that say which one is current and which
         is spare: the body computes the part's new value in the spare one where it can, and
         the two swap at the end of the iteration, so no copy is made (`write_carry`)."""
         parts = []
-        for a, x in zip(avals, values):
+        for v, x in zip(outvars, values):
+            a, name = v.aval, self.names(v)
             if not a.shape:
-                slot = self.prologue.alloca(value_type(a.dtype))
+                slot = self.prologue.alloca(value_type(a.dtype), name=name)
                 self.b.store(x, slot)
                 parts.append((slot, None))
                 continue
             pointer = memory_type(a.dtype).as_pointer()
-            current, spare = self.prologue.alloca(pointer), self.prologue.alloca(pointer)
-            first = self.buffer(a)
+            current = self.prologue.alloca(pointer, name=f"{name}.current")
+            spare = self.prologue.alloca(pointer, name=f"{name}.spare")
+            first = self.buffer(a, f"{name}.one")
             self.b.store(first, current)  # at every entry to the loop: it may have swapped
-            self.b.store(self.buffer(a), spare)
+            self.b.store(self.buffer(a, f"{name}.two"), spare)
             self.copy_into(first, x, a)
             parts.append((current, spare))
         return parts
@@ -382,7 +403,7 @@ class Program:
         cn, bn = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
         cond, body = eqn.params["cond_jaxpr"], eqn.params["body_jaxpr"]
         avals = [v.aval for v in eqn.outvars]
-        parts = self.carry(avals, args[cn + bn:])
+        parts = self.carry(eqn.outvars, args[cn + bn:])
         b = self.b
         head, loop, end = (self.kernel.append_basic_block(n) for n in ("while", "do", "done"))
         b.branch(head)
@@ -404,7 +425,7 @@ class Program:
         body = eqn.params["body_jaxpr"]
         index_type = lower.type
         avals = [v.aval for v in eqn.outvars]
-        parts = self.carry(avals, init)
+        parts = self.carry(eqn.outvars, init)
         with self.counted(self.b.sext(lower, I64) if index_type != I64 else lower,
                           self.b.sext(upper, I64) if index_type != I64 else upper) as i:
             carried = self.read_carry(parts)
@@ -440,6 +461,12 @@ class Program:
             b.branch(end)
         b.position_at_end(end)
         return [self.read_slot(s, a) for s, a in zip(slots, avals)]
+
+
+def _reduction_outvars(eqn: Eqn, kernel: Jaxpr, reductions) -> list:
+    """The Var of the program for each reduction's result (its name is the printer's)."""
+    outer = {id(k): o for k, o in zip(kernel.outvars, eqn.outvars)}
+    return [outer.get(id(e.outvars[0]), e.outvars[0]) for e in reductions]
 
 
 def _reduction_start(e: Eqn):

@@ -39,6 +39,7 @@ def _initialized() -> bool:
     llvm.initialize_native_asmprinter()
     for name in ("Py_IncRef", "PyErr_NoMemory"):
         llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
+    llvm.add_symbol("_Py_NoneStruct", id(None))  # the object None (CPython: id is the address)
     return True
 
 
