@@ -7,6 +7,7 @@ no program quietly moves to Numba."""
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from pathlib import Path
@@ -233,6 +234,17 @@ def _in_sixteen_threads(work) -> list:
     for t in threads:
         t.join()
     return errors
+
+
+def test_the_machine_code_lives_as_long_as_a_reference_to_its_call():
+    """A call kept after its function, its cache and its executable are gone still runs."""
+    jf = mj.jit(lambda v: mnp.sin(v) * 2.0, backend="llvm")
+    x = np.linspace(0.0, 1.0, 9)
+    call = _executable(jf, x).fast_call
+    del jf
+    for _ in range(3):
+        gc.collect()
+    np.testing.assert_array_equal(call([x])[0], np.sin(x) * 2.0)
 
 
 def test_what_llvm_declines_runs_on_numba_with_the_reason():

@@ -7,8 +7,8 @@ Numba's default), makes its machine code with MCJIT for this CPU, and returns a
 machine code, with no conversion in between (`emit.py` writes an entry that reads each
 array's data pointer itself).
 
-Invariant: the machine code lives as long as the `CompiledModule` (the engine owns it), so
-whoever calls `function` keeps the `CompiledModule` alive. Compiling holds Numba's compiler
+Invariant: the machine code lives as long as the `CompiledModule` (the engine owns it), and
+`function` keeps its `CompiledModule` alive, so the code outlives every reference to it. Compiling holds Numba's compiler
 lock: LLVM's global context is shared with Numba, and is not safe to use from two threads.
 """
 
@@ -29,7 +29,7 @@ class _MethodDef(ctypes.Structure):  # CPython's PyMethodDef
 
 _new_function = ctypes.pythonapi.PyCFunction_NewEx
 _new_function.restype = ctypes.py_object
-_new_function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+_new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
 
 
 @functools.cache
@@ -60,7 +60,9 @@ class CompiledModule:
         self.engine = engine
         address = engine.get_function_address(entry_name)
         self._method = _MethodDef(entry_name.encode(), address, METH_FASTCALL, None)
-        self.function = _new_function(ctypes.addressof(self._method), None, None)
+        # The function's `self` is this object, which it keeps alive (a cycle the garbage
+        # collector frees): whoever holds the function holds the machine code it runs.
+        self.function = _new_function(ctypes.addressof(self._method), self, None)
 
 
 def compile_ir(text: str, entry_name: str) -> CompiledModule:
