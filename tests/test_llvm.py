@@ -247,6 +247,21 @@ def test_the_machine_code_lives_as_long_as_a_reference_to_its_call():
     np.testing.assert_array_equal(call([x])[0], np.sin(x) * 2.0)
 
 
+def test_the_same_program_traced_again_reuses_its_machine_code():
+    """A new function of the same program (a notebook cell run again) compiles nothing; a
+    program that differs in a constant or a shape compiles its own."""
+    def make(c):
+        return mj.jit(lambda v: lax.fori_loop(0, 3, lambda i, u: mnp.sin(u) + c, v),
+                      backend="llvm")
+
+    x = np.linspace(0.0, 1.0, 17)
+    first, again, other = make(0.5), make(0.5), make(0.25)
+    compiled = [_executable(f, x).compiled for f in (first, again, other)]
+    assert compiled[0] is compiled[1] and compiled[2] is not compiled[0]
+    assert _executable(make(0.5), x[:5]).compiled is not compiled[0]
+    np.testing.assert_array_equal(again(x), first(x))
+
+
 def test_what_llvm_declines_runs_on_numba_with_the_reason():
     def f(x):
         return x.reshape(2, 3).sum(axis=0)

@@ -8,14 +8,17 @@ machine code, with no conversion in between (`emit.py` writes an entry that read
 array's data pointer itself).
 
 Invariant: the machine code lives as long as the `CompiledModule` (the engine owns it), and
-`function` keeps its `CompiledModule` alive, so the code outlives every reference to it. Compiling holds Numba's compiler
-lock: LLVM's global context is shared with Numba, and is not safe to use from two threads.
+`function` keeps its `CompiledModule` alive, so the code outlives every reference to it. The
+same text compiles once while its `CompiledModule` is in use (a module-level weak cache).
+Compiling holds Numba's compiler lock: LLVM's global context is shared with Numba, and is not
+safe to use from two threads.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import weakref
 
 import llvmlite.binding as llvm
 
@@ -65,10 +68,20 @@ class CompiledModule:
         self.function = _new_function(ctypes.addressof(self._method), self, None)
 
 
+# The modules compiled in this process, by their text without its first line (the module's
+# name): a program traced again (a notebook cell run again defines a new function) finds its
+# machine code here, as long as something still uses it.
+_compiled: weakref.WeakValueDictionary[str, CompiledModule] = weakref.WeakValueDictionary()
+
+
 def compile_ir(text: str, entry_name: str) -> CompiledModule:
     from numba.core.compiler_lock import global_compiler_lock
 
+    key = f"{entry_name}\n{text.partition(chr(10))[2]}"
     with global_compiler_lock:
+        found = _compiled.get(key)
+        if found is not None:
+            return found
         machine = target_machine()
         module = llvm.parse_assembly(text)
         module.triple, module.data_layout = machine.triple, str(machine.target_data)
@@ -84,4 +97,5 @@ def compile_ir(text: str, entry_name: str) -> CompiledModule:
         builder.getModulePassManager().run(module, builder)
         engine = llvm.create_mcjit_compiler(module, machine)
         engine.finalize_object()
-        return CompiledModule(engine, entry_name)
+        compiled = _compiled[key] = CompiledModule(engine, entry_name)
+        return compiled
