@@ -21,15 +21,16 @@ that each iteration or branch copies its results into, through temporaries where
 another carry's value (`(a, b) -> (b, a)`).
 
 What it compiles (anything else is `LLVMUnsupported`, naming the equation): the elementwise
-primitives of `rules.py` on same-shape or rank-0 operands, unfused or in `fused` kernels;
-`broadcast_in_dim` of a rank-0 value; reductions over all axes (`reduce_sum/prod/max/min`,
-also as a fused kernel's last member); `while`, `fori_loop` and `cond`; dtypes bool, int32,
-int64, float32 and float64.
+primitives of `rules.py`, unfused or in `fused` kernels, with `broadcast_in_dim` of a kernel's
+input; reductions (`reduce_sum/prod/max/min`, also as a fused kernel's last member);
+`reshape` and `squeeze`; slices (static and dynamic), `dynamic_update_slice`, `transpose`,
+`rev` and `concatenate`; `while`, `fori_loop` and `cond`; dtypes bool, int32, int64, float32
+and float64.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from math import prod
 
 import numpy as np
@@ -54,6 +55,8 @@ from minijit.passes.fuse_elementwise import fused_p
 I8 = ir.IntType(8)
 BYTES = I8.as_pointer()
 REDUCTIONS = {P.reduce_sum_p, P.reduce_prod_p, P.reduce_max_p, P.reduce_min_p}
+WINDOWS = {P.slice_p, P.dynamic_slice_p, P.dynamic_update_slice_p, P.transpose_p, P.rev_p,
+           P.concatenate_p}
 
 
 def memory_type(dtype) -> ir.Type:
@@ -264,6 +267,10 @@ class Program:
             return self.cond(eqn, args)
         if p is fused_p:
             return self.fused(eqn, args, targets)
+        if p in (P.reshape_p, P.squeeze_p):
+            return [self.same_elements(eqn, args[0])]
+        if p in WINDOWS:
+            return [self.window(eqn, args, targets[0])]
         if p in scalar_rules or p is P.broadcast_in_dim_p or p in REDUCTIONS:
             # one equation is a kernel of one member, over its operands that are not literals
             vars_ = [(a, x) for a, x in zip(eqn.invars, args) if not isinstance(a, Lit)]
@@ -271,10 +278,92 @@ class Program:
             return self.fused(eqn, [x for _, x in vars_], targets, kernel)
         raise LLVMUnsupported(f"the primitive {p.name}")
 
+    def same_elements(self, eqn: Eqn, x):
+        """`reshape` and `squeeze`: the same elements in the same C order, so the same buffer
+        (never written again: every value has its own). Only a rank-0 value changes home:
+        it lives in a register, an array of one element in memory."""
+        (a,), (out,) = eqn.invars, eqn.outvars
+        if a.aval.shape and out.aval.shape:
+            return x
+        if a.aval.shape:  # one element, out of memory
+            return self.load(x, ir.Constant(I64, 0), a.aval.dtype, self.names(out))
+        buf = self.buffer(out.aval, self.names(out))  # one element, into memory
+        self.store(x, buf, ir.Constant(I64, 0), a.aval.dtype)
+        return buf
+
+    def window(self, eqn: Eqn, args, target):
+        """Data movement, as copies element by element into a fresh buffer (`target`, if
+        given): `slice`, `dynamic_slice` (its starts clamped so the window fits, as
+        `interpret._clamped_starts`), `transpose`, `rev`, `concatenate`, and
+        `dynamic_update_slice` (a copy of the operand, then the update written over it)."""
+        p, out = eqn.primitive, eqn.outvars[0]
+        if any(not a.aval.shape for a in eqn.invars[:1]) or not out.aval.shape:
+            raise LLVMUnsupported(f"{p.name} of a rank-0 value")
+        x, shape = args[0], eqn.invars[0].aval.shape
+        dst = target if target is not None else self.buffer(out.aval, self.names(out))
+        dtype = out.aval.dtype
+        if p is P.concatenate_p:
+            base, d = 0, eqn.params["dimension"]
+            for a, value in zip(eqn.invars, args):
+                with self.nest(a.aval.shape) as (index, i):
+                    at = [self.b.add(j, ir.Constant(I64, base)) if k == d else j
+                          for k, j in enumerate(index)]
+                    self.store(self.load(value, i, dtype), dst, self.flat(at, out.aval.shape),
+                               out.aval.dtype)
+                base += a.aval.shape[d]
+            return dst
+        if p is P.dynamic_update_slice_p:
+            update, starts = eqn.invars[1], self.starts(shape, eqn.invars[1].aval.shape, args[2:])
+            self.copy_into(dst, x, out.aval)
+            with self.nest(update.aval.shape) as (index, i):
+                at = [self.b.add(j, s) for j, s in zip(index, starts)]
+                self.store(self.load(args[1], i, dtype), dst, self.flat(at, shape), dtype)
+            return dst
+        if p is P.dynamic_slice_p:
+            starts = self.starts(shape, eqn.params["slice_sizes"], args[1:])
+        with self.nest(out.aval.shape) as (index, i):
+            if p is P.slice_p:
+                strides = eqn.params["strides"] or (1,) * len(shape)
+                at = [self.b.add(ir.Constant(I64, lo), self.b.mul(j, ir.Constant(I64, st)))
+                      for j, lo, st in zip(index, eqn.params["start_indices"], strides)]
+            elif p is P.dynamic_slice_p:
+                at = [self.b.add(j, s) for j, s in zip(index, starts)]
+            elif p is P.transpose_p:
+                at = [None] * len(shape)
+                for d, k in enumerate(eqn.params["permutation"]):
+                    at[k] = index[d]
+            else:  # rev
+                at = [self.b.sub(ir.Constant(I64, n - 1), j) if d in eqn.params["dimensions"]
+                      else j for d, (j, n) in enumerate(zip(index, shape))]
+            self.store(self.load(x, self.flat(at, shape), dtype), dst, i, dtype)
+        return dst
+
+    def starts(self, shape, sizes, indices) -> list:
+        """Each start index as i64, clamped to [0, dim - size] so that the window fits."""
+        out = []
+        for n, size, start in zip(shape, sizes, indices):
+            if start.type != I64:
+                start = self.b.sext(start, I64)
+            low = self.b.select(self.b.icmp_signed("<", start, ir.Constant(I64, 0)),
+                                ir.Constant(I64, 0), start)
+            high = ir.Constant(I64, n - size)
+            out.append(self.b.select(self.b.icmp_signed(">", low, high), high, low))
+        return out
+
+    def flat(self, index, shape):
+        """The flat offset of the element at `index` (i64 values) of a C-ordered `shape`."""
+        flat = ir.Constant(I64, 0)
+        for j, n in zip(index, shape):
+            flat = self.b.add(self.b.mul(flat, ir.Constant(I64, n)), j)
+        return flat
+
     # -- loop kernels
     def fused(self, eqn: Eqn, args, targets, kernel: Jaxpr | None = None) -> list:
-        """An elementwise kernel (with at most a reduction over all axes at its end): one
-        loop over its elements; rank-0 work is computed once, outside any loop."""
+        """A loop kernel: one loop nest over its iteration shape (its members' output shape,
+        or its reduction's operand shape), the last index fastest, as the arrays are laid
+        out. Each output is stored at the nest's flat index; a reduction folds each element
+        into its accumulator, a stack slot (over all axes) or its output buffer, indexed by the
+        axes it keeps. Rank-0 work is computed once, outside any loop."""
         kernel = kernel or eqn.params["jaxpr"]
         shapes = {e.invars[0].aval.shape if e.primitive in REDUCTIONS else e.outvars[0].aval.shape
                   for e in kernel.eqns}
@@ -283,57 +372,113 @@ class Program:
         (shape,) = shapes
         reductions = [e for e in kernel.eqns if e.primitive in REDUCTIONS]
         if not shape and not reductions:  # rank-0 work: no loop
-            return self.elements(kernel, args, None, None)
-        if any(not v.aval.shape and not any(e.outvars[0] is v for e in reductions)
-               for v in kernel.outvars):
+            return self.elements(kernel, args, None, None, None)
+        reduced = {id(e.outvars[0]) for e in reductions}
+        if any(not v.aval.shape and id(v) not in reduced for v in kernel.outvars):
             raise LLVMUnsupported("a kernel with a rank-0 output that is not a reduction")
-        accumulators = {}
-        for e in reductions:
-            if sorted(e.params["axes"]) != list(range(len(shape))):
-                raise LLVMUnsupported("a reduction over some of the axes")
-            slot = self.prologue.alloca(value_type(e.outvars[0].aval.dtype), name="acc")
-            self.b.store(_reduction_start(e), slot)
-            accumulators[id(e)] = slot
         buffers = [t if t is not None else self.buffer(v.aval, self.names(o)) if v.aval.shape
                    else None for t, v, o in zip(targets, kernel.outvars, eqn.outvars)]
-        with self.counted(ir.Constant(I64, 0), ir.Constant(I64, prod(shape))) as i:
-            values = self.elements(kernel, args, i, accumulators)
+        where = {id(v): buf for v, buf in zip(kernel.outvars, buffers)}
+        accumulators = {}
+        for e in reductions:
+            out = e.outvars[0]
+            if not out.aval.shape:  # over all axes: one value
+                slot = self.prologue.alloca(value_type(out.aval.dtype), name="acc")
+                self.b.store(_reduction_start(e), slot)
+                accumulators[id(e)] = (slot, None)
+                continue
+            if id(out) not in where:  # a partial reduction is always an output of its kernel
+                raise LLVMUnsupported("a reduction that its kernel does not return")
+            buf = where[id(out)]
+            with self.counted(ir.Constant(I64, 0), ir.Constant(I64, prod(out.aval.shape))) as j:
+                self.store(_reduction_start(e), buf, j, out.aval.dtype)
+            kept = [d for d in range(len(shape)) if d not in e.params["axes"]]
+            accumulators[id(e)] = (buf, kept)
+        with self.nest(shape) as (index, i):
+            values = self.elements(kernel, args, index, i, accumulators)
             for value, v, buf in zip(values, kernel.outvars, buffers):
-                if buf is not None:
+                if buf is not None and id(v) not in reduced:
                     self.store(value, buf, i, v.aval.dtype)
-        by_var = {id(e.outvars[0]): self.b.load(accumulators[id(e)], name=self.names(o))
-                  for e, o in zip(reductions, _reduction_outvars(eqn, kernel, reductions))}
+        by_var = {id(e.outvars[0]): self.b.load(accumulators[id(e)][0], name=self.names(o))
+                  for e, o in zip(reductions, _reduction_outvars(eqn, kernel, reductions))
+                  if not e.outvars[0].aval.shape}
         return [buf if buf is not None else by_var[id(v)]
                 for buf, v in zip(buffers, kernel.outvars)]
 
-    def elements(self, kernel: Jaxpr, args, i, accumulators) -> list:
-        """One element of each of `kernel`'s outputs, at flat index `i` (None: rank-0 work).
-        A reduction folds its element into its accumulator; its value is read after."""
-        env = {}
+    @contextmanager
+    def nest(self, shape):
+        """`for i0 in range(n0): for i1 in range(n1): ...`: the indices, and the flat index
+        `(i0 * n1 + i1) * n2 + ...` of the element in a C-ordered array of `shape`."""
+        index, flat = [], ir.Constant(I64, 0)
+        with ExitStack() as loops:
+            for n in shape:
+                index.append(loops.enter_context(self.counted(ir.Constant(I64, 0),
+                                                              ir.Constant(I64, n))))
+            for d, n in enumerate(shape):
+                flat = self.b.add(self.b.mul(flat, ir.Constant(I64, n)), index[d])
+            yield index, flat
+
+    def offset(self, index, shape, dims):
+        """The flat offset in a C-ordered array of `shape`, whose axis k is indexed by
+        `index[dims[k]]` (by 0 where its size is 1, as broadcasting reads it)."""
+        flat = ir.Constant(I64, 0)
+        for n, d in zip(shape, dims):
+            at = ir.Constant(I64, 0) if n == 1 else index[d]
+            flat = self.b.add(self.b.mul(flat, ir.Constant(I64, n)), at)
+        return flat
+
+    def elements(self, kernel: Jaxpr, args, index, i, accumulators) -> list:
+        """One element of each of `kernel`'s outputs, at the nest's `index` and flat index `i`
+        (None: rank-0 work). An input array is read where a member reads it: at `i`, or
+        where a `broadcast_in_dim` maps the nest's index. A reduction folds its element into
+        its accumulator, and has no value here."""
+        env, arrays = {}, {}
         for v, x in zip(kernel.invars, args):
-            env[id(v)] = (self.load(x, i, v.aval.dtype, f"{self.names(v)}[i]") if v.aval.shape
-                          else x)
+            (arrays if v.aval.shape else env)[id(v)] = x
+
+        def read(a, shape):
+            if isinstance(a, Lit) or id(a) not in arrays:
+                return self.atom(a, env)
+            if a.aval.shape != shape:
+                raise LLVMUnsupported("operands of different shapes")
+            env[id(a)] = self.load(arrays.pop(id(a)), i, a.aval.dtype, f"{self.names(a)}[i]")
+            return env[id(a)]
+
         for e in kernel.eqns:
-            ins = [self.atom(a, env) for a in e.invars]
-            p = e.primitive
+            p, out_shape = e.primitive, e.outvars[0].aval.shape
             if p is P.broadcast_in_dim_p:
-                if e.invars[0].aval.shape:
-                    raise LLVMUnsupported("broadcast_in_dim of an array")
-                out = ins[0]
+                (a,) = e.invars
+                if not a.aval.shape:
+                    out = self.atom(a, env)
+                elif id(a) in arrays or (id(a) in env and a.aval.shape == out_shape):
+                    out = self.broadcast(a, arrays.get(id(a)), env, e, index, i)
+                else:
+                    raise LLVMUnsupported("broadcast_in_dim of a value computed in its kernel")
             elif p in REDUCTIONS:
-                slot = accumulators[id(e)]
-                self.b.store(_combine(self.b, p, self.b.load(slot), ins[0], e), slot)
+                (a,) = e.invars
+                slot, kept = accumulators[id(e)]
+                x, dtype = read(a, a.aval.shape), e.outvars[0].aval.dtype
+                if kept is None:  # a stack slot
+                    self.b.store(_combine(self.b, p, self.b.load(slot), x, e), slot)
+                    continue
+                at = self.offset(index, [a.aval.shape[d] for d in kept], kept)
+                self.store(_combine(self.b, p, self.load(slot, at, dtype), x, e), slot, at, dtype)
                 continue
             elif p in scalar_rules:
-                if any(a.aval.shape and a.aval.shape != e.outvars[0].aval.shape
-                       for a in e.invars):
-                    raise LLVMUnsupported("operands of different shapes")
-                out = scalar_rules[p](self.b, ins, e)
+                out = scalar_rules[p](self.b, [read(a, out_shape) for a in e.invars], e)
             else:
                 raise LLVMUnsupported(f"the primitive {p.name} in a kernel")
             env[id(e.outvars[0])] = self.named(out, e.outvars[0])
-        return [self.atom(a, env) if id(a) in env or isinstance(a, Lit) else None
-                for a in kernel.outvars]
+        return [read(a, a.aval.shape) if id(a) in env or id(a) in arrays or isinstance(a, Lit)
+                else None for a in kernel.outvars]
+
+    def broadcast(self, a, array, env, e: Eqn, index, i):
+        """`broadcast_in_dim` of the input array `a`: its element where the nest's index maps."""
+        if array is None:  # read at `i` already: the same shape, a broadcast that moves nothing
+            return env[id(a)]
+        dims = e.params["broadcast_dimensions"]
+        return self.load(array, self.offset(index, a.aval.shape, dims), a.aval.dtype,
+                         f"{self.names(a)}[...]")
 
     # -- control flow
     def carry(self, outvars, values) -> list:
