@@ -23,7 +23,8 @@ from llvmlite import ir
 
 from minijit import primitives as P
 
-BOOL, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+BOOL, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+BYTES = I8.as_pointer()
 F32, F64 = ir.FloatType(), ir.DoubleType()
 TYPES = {np.dtype(np.bool_): BOOL, np.dtype(np.int32): I32, np.dtype(np.int64): I64,
          np.dtype(np.float32): F32, np.dtype(np.float64): F64}
@@ -39,6 +40,12 @@ def value_type(dtype) -> ir.Type:
         return TYPES[np.dtype(dtype)]
     except KeyError:
         raise LLVMUnsupported(f"the dtype {np.dtype(dtype).name}") from None
+
+
+def memory_type(dtype) -> ir.Type:
+    """One element in memory: a bool is NumPy's byte."""
+    t = value_type(dtype)
+    return I8 if t == BOOL else t
 
 
 def constant(dtype, value) -> ir.Constant:
