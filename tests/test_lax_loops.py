@@ -81,17 +81,17 @@ def test_map_errors(xs, match):
 
 
 SCAN_LENGTHS = [0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17]
-# The lengths checked on Numba too, where each length is a compile of its own (~0.5 s, two
-# programs per length): the recursion halves the length at each level and takes one of two
-# branches by its parity, and the generated code depends on the length only through those
-# branches and sizes of 0 and 1. Empty, one element (no recursion), 2 (one even level), 3
-# (one odd level), 5 (odd then even) and 8 (three even levels) reach each branch at the top
-# and below it; the interpreter checks every length, larger ones included.
+# The lengths checked on Numba and LLVM too, where each length is a compile of its own (~0.5
+# s on Numba, two programs per length): the recursion halves the length at each level and
+# takes one of two branches by its parity, and the generated code depends on the length only
+# through those branches and sizes of 0 and 1. Empty, one element (no recursion), 2 (one
+# even level), 3 (one odd level), 5 (odd then even) and 8 (three even levels) reach each
+# branch at the top and below it; the interpreter checks every length, larger ones included.
 SCAN_NUMBA_LENGTHS = [0, 1, 2, 3, 5, 8]
 
 
 @pytest.mark.parametrize("n,way", [(n, way) for n in SCAN_LENGTHS for way in WAYS
-                                   if way != "numba" or n in SCAN_NUMBA_LENGTHS])
+                                   if way not in ("numba", "llvm") or n in SCAN_NUMBA_LENGTHS])
 def test_associative_scan_is_a_cumulative_sum_for_every_length(way, n):
     x = np.arange(n, dtype=np.int64) * 3 - 5
     got = run(way, lambda x: lax.associative_scan(mnp.add, x), x)

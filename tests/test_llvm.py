@@ -29,28 +29,29 @@ from workloads import EagerLax, scale_program  # noqa: E402
 
 # The catalogue programs the LLVM backend compiles itself (the rest go to Numba).
 COMPILED_BY_LLVM = {
-    "arith_add_sub_mul", "arith_true_divide", "arith_power_float", "arith_integer_pow",
-    "arith_integer_pow_int32", "arith_unary_float", "arith_unary_int32",
+    "arith_add_sub_mul", "arith_true_divide", "arith_floordiv_mod_int", "arith_power_float",
+    "arith_integer_pow", "arith_integer_pow_int32", "arith_unary_float", "arith_unary_int32",
     "arith_reflected_numpy_operand", "compare_int", "compare_float_scalar", "logical_bool",
     "logical_numbers", "bitwise_int", "exp_log", "trig_sqrt", "floor_ceil_sign",
     "floor_ceil_int", "maximum_minimum_clip", "maximum_propagates_nan", "where",
-    "where_broadcast", "relu_gelu", "special_float_max_min", "dtype_weak_scalars", "arctan2",
-    "isfinite", "lax_clamp", "sum_axes", "mean_axes", "max_min_axes", "max_min_int_bool",
-    "prod_axes", "var_std", "reduce_empty", "reshape", "transpose", "expand_squeeze",
-    "broadcast_to", "concatenate_stack", "concatenate_promotes", "static_slicing",
-    "static_slicing_2d", "shape_methods", "iterate_rows", "traced_index_1d[1]",
-    "traced_index_1d[-2]", "traced_index_1d[7]", "traced_index_1d[-10]", "traced_index_2d_row",
-    "traced_index_two", "at_set_static", "at_set_row_2d", "at_traced[2]", "at_traced[-1]",
-    "at_traced[9]", "at_traced[-9]", "at_traced_int32_dtype", "creation_static_n", "arange",
-    "linspace", "scalar_argument", "zero_d_array_argument", "static_int_loop",
-    "static_string_mode", "cond[+1]", "cond[-1]", "switch[0]", "switch[2]", "switch[5]",
-    "switch[-1]", "while_loop", "fori_loop_traced_bound", "split_swapaxes_moveaxis",
-    "nested_jit_static_kwargs_pytree", "nested_jit_in_fori_and_cond",
-    "passes_float_identities", "passes_dead_code", "buffer_reuse_chain",
-    "outputs_alias_inputs", "broadcast_then_reduce_fusion", "softmax", "variance_middle_axis",
-    "layer_norm_axis1", "reduce_twice_middle_axes", "layer_norm", "logsumexp",
-    "mean_squared_error", "polyval_static_loop", "cumsum_unrolled", "pairwise_distances",
-    "normalize_rows", "pytree_in_out",
+    "where_broadcast", "relu_gelu", "special_float_max_min", "int_division_by_zero",
+    "dtype_weak_scalars", "arctan2", "isfinite", "lax_clamp", "dtype_bool_arithmetic",
+    "sum_axes", "mean_axes", "max_min_axes", "max_min_int_bool", "prod_axes", "var_std",
+    "reduce_empty", "reshape", "transpose", "expand_squeeze", "broadcast_to",
+    "concatenate_stack", "concatenate_promotes", "static_slicing", "static_slicing_2d",
+    "shape_methods", "iterate_rows", "traced_index_1d[1]", "traced_index_1d[-2]",
+    "traced_index_1d[7]", "traced_index_1d[-10]", "traced_index_2d_row", "traced_index_two",
+    "at_set_static", "at_set_row_2d", "at_traced[2]", "at_traced[-1]", "at_traced[9]",
+    "at_traced[-9]", "at_traced_int32_dtype", "creation_static_n", "arange", "linspace",
+    "scalar_argument", "zero_d_array_argument", "static_int_loop", "static_string_mode",
+    "cond[+1]", "cond[-1]", "switch[0]", "switch[2]", "switch[5]", "switch[-1]", "while_loop",
+    "fori_loop_traced_bound", "split_swapaxes_moveaxis", "nested_jit_static_kwargs_pytree",
+    "nested_jit_in_fori_and_cond", "passes_float_identities", "passes_int_identities",
+    "passes_dead_code", "buffer_reuse_chain", "outputs_alias_inputs",
+    "broadcast_then_reduce_fusion", "softmax", "variance_middle_axis", "layer_norm_axis1",
+    "reduce_twice_middle_axes", "layer_norm", "logsumexp", "mean_squared_error",
+    "polyval_static_loop", "cumsum_unrolled", "pairwise_distances", "normalize_rows",
+    "pytree_in_out",
 }
 
 
@@ -344,6 +345,22 @@ def test_a_loop_that_fills_an_array_one_element_at_a_time():
         return lax.fori_loop(1, x.shape[0], step, x * 0.0)
 
     _check_like_interpreter(fill, np.linspace(1.0, 2.0, 33))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_division_corners(dtype):
+    """Every sign, a zero divisor and int_min / -1: lax.div and lax.rem as XLA (x / 0 is -1,
+    x rem 0 is x), `//` and `%` as NumPy (x // 0 and x % 0 are 0), all wrapping."""
+    low = np.iinfo(dtype).min
+    x = np.array([7, -7, 7, -7, 0, 5, -5, low, low, low, 3], dtype=dtype)
+    y = np.array([2, 2, -2, -2, 3, 0, 0, -1, 1, 0, low], dtype=dtype)
+
+    def f(x, y):
+        return lax.div(x, y), lax.rem(x, y), x // y, x % y
+
+    got = _check_like_interpreter(f, x, y)
+    assert got[0][5] == -1 and got[1][5] == 5 and got[2][5] == 0 and got[3][5] == 0
+    assert got[0][7] == low and got[2][7] == low and got[1][7] == 0 and got[3][7] == 0
 
 
 def test_what_llvm_declines_runs_on_numba_with_the_reason():

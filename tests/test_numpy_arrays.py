@@ -27,11 +27,12 @@ def run(way: str, f, *args):
 
 
 def on_numba_too(way: str, numba: bool) -> bool:
-    """Whether a case runs on `way`: every case eagerly and on the interpreter (cheap); on
-    Numba, where each distinct program is a compile of its own (~0.5 s: the generated code
-    has sizes baked in, so each new shape or `size` is a new program), only the cases marked
-    for it, chosen so that together they still reach every path of the generated code."""
-    return way != "numba" or numba
+    """Whether a case runs on `way`: every case eagerly and on the interpreter (cheap); on a
+    compiling backend, Numba or LLVM, where each distinct program is a compile of its own
+    (~0.5 s on Numba: the generated code has sizes baked in, so each new shape or `size` is a
+    new program; the LLVM backend compiles for exact shapes), only the cases marked for it,
+    chosen so that together they still reach every path of the generated code."""
+    return way in ("eager", "interpreter") or numba
 
 
 def same(got, want, dtype=np.int64):

@@ -290,10 +290,69 @@ scalar_rules[P.atan2_p] = _libm2("atan2")
 scalar_rules[P.pow_p] = _libm2("pow")
 
 
+def _truncated(b: ir.IRBuilder, x, y):
+    """C's quotient and remainder of ints, by a divisor made safe: 1 where y is 0 or x / y
+    overflows (int_min / -1), whose quotient is then x (int_min, as NumPy's wraps) and whose
+    remainder is 0. LLVM's `sdiv` and `srem` are undefined for those two, as C's are."""
+    t = x.type
+    int_min = ir.Constant(t, -(1 << (t.width - 1)))
+    bad = b.or_(b.icmp_signed("==", y, ir.Constant(t, 0)),
+                b.and_(b.icmp_signed("==", x, int_min), b.icmp_signed("==", y, ir.Constant(t, -1))))
+    safe = b.select(bad, ir.Constant(t, 1), y)
+    return b.sdiv(x, safe), b.srem(x, safe)
+
+
+def _signs_differ(b: ir.IRBuilder, r, y):
+    """r != 0 and r, y of opposite signs: where a truncated result moves toward -inf."""
+    zero = ir.Constant(r.type, 0)
+    return b.and_(b.icmp_signed("!=", r, zero),
+                  b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", y, zero)))
+
+
 def _div(b, args, eqn):
-    if _kind(eqn) != "f":  # integer division's x / 0 and int_min / -1 need XLA's rules
-        raise LLVMUnsupported(f"div of {eqn.invars[0].aval.dtype.name}")
-    return b.fdiv(*args)
+    """lax.div: `/` for floats; for ints rounded toward zero, and XLA's x / 0 == -1."""
+    x, y = args
+    if _kind(eqn) == "f":
+        return b.fdiv(x, y)
+    if _kind(eqn) != "i":
+        raise LLVMUnsupported("div of bool")
+    q, _ = _truncated(b, x, y)
+    return b.select(b.icmp_signed("==", y, ir.Constant(y.type, 0)), ir.Constant(y.type, -1), q)
+
+
+def _rem(b, args, eqn):
+    """lax.rem: C's remainder, the sign of the dividend (`frem` is C's `fmod`); for ints
+    x rem 0 is x."""
+    x, y = args
+    if _kind(eqn) == "f":
+        return b.frem(x, y)
+    if _kind(eqn) != "i":
+        raise LLVMUnsupported("rem of bool")
+    _, r = _truncated(b, x, y)
+    return b.select(b.icmp_signed("==", y, ir.Constant(y.type, 0)), x, r)
+
+
+def _floor_divide(b, args, eqn):
+    """NumPy's `//` of ints: the quotient rounded toward -inf; x // 0 is 0. (Floats: NumPy
+    derives theirs from fmod, with corners of its own, which this backend leaves to Numba.)"""
+    x, y = args
+    if _kind(eqn) != "i":
+        raise LLVMUnsupported(f"floor_divide of {eqn.invars[0].aval.dtype.name}")
+    q, r = _truncated(b, x, y)
+    q = b.sub(q, b.zext(_signs_differ(b, r, y), q.type))
+    return b.select(b.icmp_signed("==", y, ir.Constant(y.type, 0)), ir.Constant(y.type, 0), q)
+
+
+def _remainder(b, args, eqn):
+    """NumPy's `%` of ints: the sign of the divisor; x % 0 is 0 (the safe divisor's)."""
+    x, y = args
+    if _kind(eqn) != "i":
+        raise LLVMUnsupported(f"remainder of {eqn.invars[0].aval.dtype.name}")
+    _, r = _truncated(b, x, y)
+    return b.select(_signs_differ(b, r, y), b.add(r, y), r)
 
 
 scalar_rules[P.div_p] = _div
+scalar_rules[P.rem_p] = _rem
+scalar_rules[P.floor_divide_p] = _floor_divide
+scalar_rules[P.remainder_p] = _remainder
