@@ -1,6 +1,7 @@
 """Backends: what turns an (optimized) ClosedJaxpr into something callable (chapters 04, 09).
 
-A backend has a `name` and `compile(closed_jaxpr, fun_name, donated, parallel) -> Executable`.
+A backend has a `name` and `compile(closed_jaxpr, fun_name, donated, parallel) -> Executable`,
+and may have `text(...)` with the same arguments: what `compile` would run, as text.
 An executable is called with the flat list of dynamic arguments and returns the flat list of
 outputs, and can show what it runs with `as_text()`. `jit` looks backends up by name, so adding
 one (Numba code generation in chapter 09) is one entry in `BACKENDS`.
@@ -43,6 +44,11 @@ class InterpreterBackend:
                 parallel: bool | None = None) -> InterpreterExecutable:
         return InterpreterExecutable(closed)  # one thread: `parallel` changes nothing here
 
+    def text(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+             parallel: bool | None = None) -> str:
+        """What `compile` would run, as text (`f.lower(x).as_text()`): the Jaxpr itself."""
+        return str(closed)
+
 
 class NumbaBackend:
     """Numba code generation (`minijit.codegen`), imported on first use: Numba is slow to
@@ -55,6 +61,13 @@ class NumbaBackend:
         from minijit.codegen import NumbaExecutable
 
         return NumbaExecutable(closed, fun_name, donated, parallel)
+
+    def text(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+             parallel: bool | None = None) -> str:
+        """The source `compile` would hand to Numba."""
+        from minijit.codegen import lower_jaxpr
+
+        return lower_jaxpr(closed, fun_name, donated, parallel).text
 
 
 class LLVMBackend:
@@ -79,6 +92,20 @@ class LLVMBackend:
         executable = BACKENDS["numba"].compile(closed, fun_name, donated, parallel)
         executable.llvm_declined = why
         return executable
+
+    def text(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+             parallel: bool | None = None) -> str:
+        """The LLVM IR `compile` would compile, or the Numba source of a program it leaves
+        to Numba (the same choice)."""
+        from minijit.llvm import LLVMUnsupported
+        from minijit.llvm.emit import emit_program
+
+        if not parallel:
+            try:
+                return emit_program(closed, fun_name)
+            except LLVMUnsupported:
+                pass
+        return BACKENDS["numba"].text(closed, fun_name, donated, parallel)
 
 
 BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend(), "llvm": LLVMBackend()}

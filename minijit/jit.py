@@ -552,14 +552,14 @@ class Lowered:
 
     @errors.api_boundary
     def as_text(self) -> str:
-        """What the backend will run: generated source for Numba, the Jaxpr otherwise."""
-        if self.traced.jitted.backend.name == "numba":
-            from minijit.codegen import lower_jaxpr
-
-            jitted = self.traced.jitted
-            return lower_jaxpr(self.jaxpr, jitted.spec.fun_name, tuple(self.traced.split.donated),
-                               jitted.parallel).text
-        return str(self.jaxpr)
+        """What the backend will run: generated source for Numba, LLVM IR for LLVM (or the
+        Numba source of a program it leaves to Numba), the Jaxpr otherwise."""
+        jitted = self.traced.jitted
+        text = getattr(jitted.backend, "text", None)  # a backend of one's own may have none
+        if text is None:
+            return str(self.jaxpr)
+        return text(self.jaxpr, jitted.spec.fun_name, tuple(self.traced.split.donated),
+                    jitted.parallel)
 
     @errors.api_boundary
     def compile(self) -> Compiled:

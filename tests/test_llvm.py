@@ -363,6 +363,25 @@ def test_integer_division_corners(dtype):
     assert got[0][7] == low and got[2][7] == low and got[1][7] == 0 and got[3][7] == 0
 
 
+def test_lower_as_text_is_what_runs():
+    """`f.lower(x).as_text()` is the IR the executable was compiled from, or, for a program
+    LLVM leaves to Numba, the Numba backend's source."""
+    x = np.linspace(0.0, 1.0, 6)
+
+    def f(v):
+        return lax.fori_loop(0, 3, lambda i, u: mnp.sin(u) + 1.0, v)
+
+    jf = mj.jit(f, backend="llvm")
+    assert jf.lower(x).as_text() == _executable(jf, x).as_text()
+    assert "define i8* @\"entry\"" in jf.lower(x).as_text()
+
+    def g(v):
+        return mnp.dot(v.reshape(2, 3), v.reshape(3, 2))
+
+    assert (mj.jit(g, backend="llvm").lower(x).as_text()
+            == mj.jit(g, backend="numba").lower(x).as_text())
+
+
 def test_what_llvm_declines_runs_on_numba_with_the_reason():
     def f(x):
         return mnp.dot(x.reshape(2, 3), x.reshape(3, 2))
