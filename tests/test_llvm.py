@@ -56,12 +56,9 @@ COMPILED_BY_LLVM = {
 
 
 def _executable(jf, *args):
-    jf(*args)
-    (entry,) = jf.cache_entries()
-    return entry.executable
-
-
-def _executable_of(jf):
+    """The executable of `jf`'s one cache entry, after a call on `args` (if any)."""
+    if args:
+        jf(*args)
     (entry,) = jf.cache_entries()
     return entry.executable
 
@@ -216,7 +213,7 @@ def test_memory_error_when_temporaries_do_not_fit():
     jf = mj.jit(f, backend="llvm")
     with pytest.raises(MemoryError):
         jf(np.ones(3))
-    assert isinstance(_executable_of(jf), LLVMExecutable)
+    assert isinstance(_executable(jf), LLVMExecutable)
 
 
 def test_sixteen_threads_call_one_function_cold_and_warm():

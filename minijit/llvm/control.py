@@ -123,21 +123,22 @@ def fori_loop(prog, eqn: Eqn, args) -> list:
 
 
 def cond(prog, eqn: Eqn, args) -> list:
-    """`branches[clamp(index, 0, n - 1)]`, as `cond`'s impl rule picks it."""
+    """`branches[clamp(index, 0, n - 1)]`, as `cond`'s impl rule picks it. Each result has a
+    home that every branch writes: a buffer, or a stack slot for rank 0."""
     index, operands = args[0], args[1:]
     branches = eqn.params["branches"]
     avals = [v.aval for v in eqn.outvars]
-    slots = [prog.slot(a) for a in avals]
+    slots = [prog.buffer(a) if a.shape else prog.prologue.alloca(value_type(a.dtype))
+             for a in avals]
     b = prog.b
     blocks = [prog.kernel.append_basic_block(f"branch{k}") for k in range(len(branches))]
     end = prog.kernel.append_basic_block("merge")
     last = len(branches) - 1
     if index.type == BOOL:
         index = b.zext(index, I32)
-    low = b.icmp_signed("<", index, ir.Constant(index.type, 0))
-    high = b.icmp_signed(">", index, ir.Constant(index.type, last))
-    index = b.select(low, ir.Constant(index.type, 0),
-                     b.select(high, ir.Constant(index.type, last), index))
+    # below 0: the first branch; above the last: the switch's default, the last branch
+    index = b.select(b.icmp_signed("<", index, ir.Constant(index.type, 0)),
+                     ir.Constant(index.type, 0), index)
     switch = b.switch(index, blocks[last])
     for k, block in enumerate(blocks[:last]):
         switch.add_case(ir.Constant(index.type, k), block)
@@ -147,4 +148,4 @@ def cond(prog, eqn: Eqn, args) -> list:
             prog.copy_into(s, x, a)
         b.branch(end)
     b.position_at_end(end)
-    return [prog.read_slot(s, a) for s, a in zip(slots, avals)]
+    return [b.load(s) if not a.shape else s for s, a in zip(slots, avals)]

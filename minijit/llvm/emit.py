@@ -115,12 +115,6 @@ class Program:
             self.allocated_ok, self.prologue.icmp_unsigned("!=", p, ir.Constant(BYTES, None)))
         return self.prologue.bitcast(p, elem, name=name)
 
-    def slot(self, aval):
-        """Where a result of a loop or `cond` lives: a buffer, or a stack slot for rank 0."""
-        if aval.shape:
-            return self.buffer(aval)
-        return self.prologue.alloca(value_type(aval.dtype))
-
     def copy_into(self, slot, value, aval):
         """Write `value` (a buffer, or a scalar) into `slot`."""
         if not aval.shape:
@@ -130,9 +124,6 @@ class Program:
         if value is not slot and nbytes:
             self.b.call(self.memmove, [self.b.bitcast(slot, BYTES),
                                        self.b.bitcast(value, BYTES), ir.Constant(I64, nbytes)])
-
-    def read_slot(self, slot, aval):
-        return self.b.load(slot) if not aval.shape else slot
 
     def load(self, ptr, index, dtype, name: str = ""):
         x = self.b.load(self.b.gep(ptr, [index]), name=name)
@@ -284,11 +275,8 @@ class Program:
     def offset(self, index, shape, dims):
         """The flat offset in a C-ordered array of `shape`, whose axis k is indexed by
         `index[dims[k]]` (by 0 where its size is 1, as broadcasting reads it)."""
-        flat = ir.Constant(I64, 0)
-        for n, d in zip(shape, dims):
-            at = ir.Constant(I64, 0) if n == 1 else index[d]
-            flat = self.b.add(self.b.mul(flat, ir.Constant(I64, n)), at)
-        return flat
+        return self.flat([ir.Constant(I64, 0) if n == 1 else index[d]
+                          for n, d in zip(shape, dims)], shape)
 
     def flat(self, index, shape):
         """The flat offset of the element at `index` (i64 values) of a C-ordered `shape`."""

@@ -40,7 +40,7 @@ def window(prog, eqn: Eqn, args, target):
     `interpret._clamped_starts`), `transpose`, `rev`, `concatenate`, and
     `dynamic_update_slice` (a copy of the operand, then the update written over it)."""
     p, out = eqn.primitive, eqn.outvars[0]
-    if any(not a.aval.shape for a in eqn.invars[:1]) or not out.aval.shape:
+    if not eqn.invars[0].aval.shape or not out.aval.shape:
         raise LLVMUnsupported(f"{p.name} of a rank-0 value")
     x, shape = args[0], eqn.invars[0].aval.shape
     dst = target if target is not None else prog.buffer(out.aval, prog.names(out))
