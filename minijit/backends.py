@@ -78,13 +78,18 @@ class LLVMBackend:
 
     name = "llvm"
 
+    def numba_reason(self, closed: ClosedJaxpr, donated: tuple, parallel: bool | None
+                     ) -> str | None:
+        """Why this program goes to Numba without trying LLVM, or None to try LLVM."""
+        return "parallel=True asks for threads, which only the Numba backend runs" \
+            if parallel else None
+
     def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
                 parallel: bool | None = None):
         from minijit.llvm import LLVMExecutable, LLVMUnsupported
 
-        if parallel:
-            why = "parallel=True asks for threads, which only the Numba backend runs"
-        else:
+        why = self.numba_reason(closed, donated, parallel)
+        if why is None:
             try:
                 return LLVMExecutable(closed, fun_name)  # never writes an argument
             except LLVMUnsupported as e:
@@ -100,7 +105,7 @@ class LLVMBackend:
         from minijit.llvm import LLVMUnsupported
         from minijit.llvm.emit import emit_program
 
-        if not parallel:
+        if self.numba_reason(closed, donated, parallel) is None:
             try:
                 return emit_program(closed, fun_name)
             except LLVMUnsupported:
@@ -108,7 +113,27 @@ class LLVMBackend:
         return BACKENDS["numba"].text(closed, fun_name, donated, parallel)
 
 
-BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend(), "llvm": LLVMBackend()}
+class AutoBackend(LLVMBackend):
+    """`jit`'s default: the LLVM backend for a program whose run time it matches (a fast
+    first call), the Numba backend for one that runs faster there (large arrays, vector
+    math, writes in place): `minijit/backend_choice.py` has the rule. `llvm_declined` on
+    the executable says why a program went to Numba."""
+
+    name = "auto"
+
+    def numba_reason(self, closed: ClosedJaxpr, donated: tuple, parallel: bool | None
+                     ) -> str | None:
+        from minijit.backend_choice import numba_reason
+
+        return numba_reason(closed, donated, parallel)
+
+
+BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend(), "llvm": LLVMBackend(),
+            "auto": AutoBackend()}
+
+# The backends that each run a program their own way, which the differential tests compare;
+# "auto" only chooses between two of them (`tests/test_backend_choice.py` tests the choice).
+DISTINCT_BACKENDS = sorted(name for name, b in BACKENDS.items() if not isinstance(b, AutoBackend))
 
 
 def get_backend(name: str | None):

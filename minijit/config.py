@@ -21,7 +21,8 @@ _DEFAULTS: dict[str, Any] = {
     "log_compiles": False,  # log each trace+compile with its signature and timings
     "explain_cache_misses": False,  # log why each retrace happened
     "check_tracer_leaks": False,  # report tracers that escape a trace when it ends
-    "default_backend": "numba",  # what jit(f) uses without backend=... (chapter 09)
+    # what jit(f) uses without backend=...: LLVM or Numba, program by program (chapter 09)
+    "default_backend": "auto",
     "disk_cache": True,  # keep compiled Numba code across processes (chapter 09)
     # generated code's exp, log, tanh, ...: minijit's own, not libm's ("all": sin, cos, erf too)
     "vector_math": True,

@@ -69,8 +69,8 @@ import minijit  # noqa: E402
 import minijit.grading.fast_nbformat  # noqa: E402, F401
 
 # Tests name the backend they test (the differential ones run every backend); everything else
-# uses the interpreter, which needs no compile. The library's own default is Numba
-# (tests/test_codegen.py checks that).
+# uses the interpreter, which needs no compile. The library's own default is "auto", LLVM or
+# Numba by program (tests/test_backend_choice.py checks that).
 minijit.config.update("default_backend", "interpreter")
 
 

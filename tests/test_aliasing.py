@@ -24,7 +24,7 @@ import minijit as mj
 import minijit.numpy as mnp
 from minijit import backends, lax
 
-BACKENDS = sorted(backends.BACKENDS)
+BACKENDS = backends.DISTINCT_BACKENDS
 CONSTANTS = [W1, B1]  # the catalogue's closed-over arrays: no result may share their memory
 
 

@@ -2,7 +2,7 @@
 
 Each program runs as NumPy directly (the reference), eagerly through `minijit.numpy`, through
 `eval_jaxpr` on its `make_jaxpr` output, and through `jit` on every backend in
-`minijit.backends.BACKENDS` (a new backend joins the parametrization by registering itself).
+`minijit.backends.DISTINCT_BACKENDS` (a new backend joins by registering itself in `BACKENDS`).
 Values must agree (exactly for ints and bools), and so must shapes and dtypes.
 """
 
@@ -18,7 +18,7 @@ from minijit.array import wrap
 from minijit.core import get_aval
 from minijit.tree_util import tree_flatten, tree_leaves, tree_map
 
-BACKENDS = sorted(backends.BACKENDS)
+BACKENDS = backends.DISTINCT_BACKENDS
 
 # Relative and absolute tolerance per (least precise) float dtype compared.
 _TOLERANCE = {

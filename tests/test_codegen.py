@@ -327,13 +327,6 @@ def test_disable_jit_still_means_eager():
     assert seen == [3.0]
 
 
-def test_the_library_default_backend_is_numba():
-    out = subprocess.run([sys.executable, "-c", "import minijit; print(minijit.config."
-                          "default_backend, minijit.jit(lambda x: x).backend.name)"],
-                         capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["numba", "numba"]
-
-
 def test_every_primitive_has_a_numba_rule():
     from minijit.codegen.rules import Expression, numba_rules
     from minijit.core import ELEMENTWISE

@@ -2,10 +2,10 @@
 
 A catalogue of control-flow programs, each with a plain NumPy/Python reference, runs every way
 minijit can run it: eagerly, through `eval_jaxpr` on its `make_jaxpr` output, and through `jit`
-on every backend in `minijit.backends.BACKENDS`. All must agree. Then the type errors (branch
-and carry mismatches name both types and the offending leaf), the printer's nested layout,
-`typecheck_jaxpr` recursing into sub-jaxprs, and Python control flow: unrolled on static
-values, refused with the fix on traced ones.
+on every backend in `minijit.backends.DISTINCT_BACKENDS`. All must agree. Then the type
+errors (branch and carry mismatches name both types and the offending leaf), the printer's
+nested layout, `typecheck_jaxpr` recursing into sub-jaxprs, and Python control flow: unrolled
+on static values, refused with the fix on traced ones.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from minijit.ir import Eqn, Jaxpr, JaxprTypeError, subjaxprs
 from minijit.passes import run_passes
 from minijit.tree_util import tree_flatten, tree_leaves, tree_map
 
-BACKENDS = sorted(backends.BACKENDS)
+BACKENDS = backends.DISTINCT_BACKENDS
 
 
 # --------------------------------------------------------------------------- the catalogue

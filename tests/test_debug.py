@@ -21,7 +21,7 @@ from minijit import backends, lax
 from minijit.config import config
 from minijit.errors import UnexpectedTracerError
 
-BACKENDS = sorted(backends.BACKENDS)
+BACKENDS = backends.DISTINCT_BACKENDS
 
 
 @pytest.fixture(autouse=True)

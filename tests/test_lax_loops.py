@@ -12,7 +12,7 @@ import minijit as mj
 import minijit.numpy as mnp
 from minijit import backends, lax
 
-BACKENDS = sorted(backends.BACKENDS)
+BACKENDS = backends.DISTINCT_BACKENDS
 WAYS = ["eager", *BACKENDS]
 
 

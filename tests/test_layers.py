@@ -14,7 +14,7 @@ Layers, lowest first:
   passes    the optimizer, the aliasing analysis included;
   codegen   Numba code generation, and the LLVM backend's (`minijit.llvm`, which allocates
             outputs as the Numba backend does);
-  backends  the backend registry;
+  backends  the backend registry, and the default backend's choice between LLVM and Numba;
   jit       `jit`, argument handling, `explain`, `profile`;
   package   `minijit/__init__.py`;
   grading   the course's grader;
@@ -48,7 +48,7 @@ LAYERS = (  # (name, module prefixes), lowest first; the longest matching prefix
                  "minijit.array_methods", "minijit.debug", "minijit.debugger", "minijit.jvp")),
     ("passes", ("minijit.passes",)),
     ("codegen", ("minijit.codegen", "minijit.llvm")),
-    ("backends", ("minijit.backends",)),
+    ("backends", ("minijit.backends", "minijit.backend_choice")),
     ("jit", ("minijit.jit", "minijit.arguments", "minijit.explain", "minijit.profile",
              "minijit.device")),
     ("package", ("minijit",)),

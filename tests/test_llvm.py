@@ -2,7 +2,7 @@
 computes, and that a program it declines runs on Numba with the reason kept.
 
 Every catalogue program also runs through `jit(..., backend="llvm")` in test_catalogue.py
-(it is one of `BACKENDS`); here the list of those LLVM compiles itself is pinned, so that
+(it is one of `DISTINCT_BACKENDS`); here the list of those LLVM compiles itself is pinned, so that
 no program quietly moves to Numba."""
 
 from __future__ import annotations

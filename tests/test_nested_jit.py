@@ -300,7 +300,7 @@ def test_eval_jaxpr_runs_the_calls_as_traced(name):
     np.testing.assert_allclose(out, reference(ARG), rtol=1e-13)
 
 
-@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+@pytest.mark.parametrize("backend", backends.DISTINCT_BACKENDS)
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_every_backend_agrees_with_numpy_and_the_unnested_program(name, backend):
     nested, reference = PROGRAMS[name](mj.jit)
@@ -381,7 +381,7 @@ def _noisy(x):
     return x + 1.0
 
 
-@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+@pytest.mark.parametrize("backend", backends.DISTINCT_BACKENDS)
 def test_debug_print_in_a_callee_prints_on_every_call(backend, capsys):
     @functools.partial(mj.jit, backend=backend)
     def outer(x):

@@ -15,7 +15,7 @@ import minijit as mj
 import minijit.numpy as mnp
 from minijit import backends, errors
 
-BACKENDS = sorted(backends.BACKENDS)
+BACKENDS = backends.DISTINCT_BACKENDS
 WAYS = ["eager", *BACKENDS]
 
 

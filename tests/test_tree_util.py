@@ -38,7 +38,7 @@ from minijit.tree_util import (
     treedef_paths,
 )
 
-BACKENDS = sorted(backends.BACKENDS)
+BACKENDS = backends.DISTINCT_BACKENDS
 
 Point = collections.namedtuple("Point", "x y")
 Pair = collections.namedtuple("Pair", "first second")

@@ -7,7 +7,10 @@ computes one element of every member with `rules.scalar_rules`. An input array i
 the nest's flat index, or where a `broadcast_in_dim` maps the nest's index; an output is
 stored at the flat index; a reduction folds each element into its accumulator, a stack slot
 (over all axes) or its output buffer, at the index of the axes it keeps (the buffer is first
-filled with the reduction's start, so the order of the sum is the order of the elements).
+filled with the reduction's start). A float sum's additions carry LLVM's `reassoc` flag, so
+the vectorizer may keep several partial sums, as NumPy's pairwise sum and Numba's backend do
+(`codegen/folds.py`): one accumulator added in order is a chain that runs one element per
+add's latency, several times slower. The result is equal to NumPy's up to rounding.
 """
 
 from __future__ import annotations
@@ -152,7 +155,9 @@ def _reduction_start(e: Eqn):
 def _combine(b: ir.IRBuilder, p, acc, x, e: Eqn):
     kind = e.outvars[0].aval.dtype.kind
     if p is P.reduce_sum_p:
-        return b.fadd(acc, x) if kind == "f" else b.or_(acc, x) if kind == "b" else b.add(acc, x)
+        if kind == "f":
+            return b.fadd(acc, x, flags=("reassoc",))  # partial sums: see the docstring
+        return b.or_(acc, x) if kind == "b" else b.add(acc, x)
     if p is P.reduce_prod_p:
         return b.fmul(acc, x) if kind == "f" else b.and_(acc, x) if kind == "b" else b.mul(acc, x)
     high = p is P.reduce_max_p
