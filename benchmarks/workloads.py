@@ -2,10 +2,10 @@
 
 Contenders: NumPy eager, numexpr (where the workload can be written in it), hand-written
 Numba (explicit loops, `error_model='numpy'`, serial or with `prange` on Numba's threads:
-`hand_numba`), JAX `jit` on CPU (only where `import jax` works) and minijit
-(`mj.jit(..., backend="numba")`). The traced programs are written once against a
-`jax.numpy`-like module and used for both JAX and minijit: a JAX snippet runs on minijit by
-changing the import.
+`hand_numba`), JAX `jit` on CPU (only where `import jax` works) and minijit (`mj.jit(...)`
+on its default backend, "auto": LLVM or Numba by program). The traced programs are written
+once against a `jax.numpy`-like module and used for both JAX and minijit: a JAX snippet runs
+on minijit by changing the import.
 
 `build_workloads(quick, parallel)` lists the workloads to time; NumPy eager's result is
 every other contender's reference. The process's thread settings (BLAS, minijit, XLA) come
@@ -448,7 +448,7 @@ def traced_programs(xnp, xlax) -> dict[str, Callable]:
 
 
 MINIJIT_PROGRAMS = traced_programs(mnp, mlax)
-MINIJIT = {k: mj.jit(f, backend="numba") for k, f in MINIJIT_PROGRAMS.items()}
+MINIJIT = {k: mj.jit(f) for k, f in MINIJIT_PROGRAMS.items()}  # the default backend, "auto"
 
 
 # --------------------------------------------------------------------------- JAX (optional)
@@ -884,12 +884,11 @@ def scale_child(contender: str, case: str, k: int) -> dict:
     else:
         import minijit.codegen  # noqa: F401  Numba's import is not part of the first call
 
-        # "minijit-llvm": the LLVM backend, which compiles what it can without Numba
-        backend = "llvm" if contender == "minijit-llvm" else "numba"
+        # "minijit": jit's default backend ("auto"); "minijit-numba": the Numba backend
+        backend = "numba" if contender == "minijit-numba" else None
         fn = mj.jit(scale_program(mnp, mlax, case, k), backend=backend)
         numba.njit(lambda v: v + 1.0)(1.0)  # nor is Numba's one-off initialisation
-        if backend == "llvm":
-            import minijit.llvm  # noqa: F401  nor importing llvmlite's binding
+        import minijit.llvm  # noqa: F401  nor importing llvmlite's binding
 
         def call():
             return fn(x)

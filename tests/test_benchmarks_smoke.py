@@ -82,7 +82,7 @@ def test_no_contender_failed_its_correctness_check(quick_run):
     # A compile-scaling case may run past its limit on a loaded machine (that is reported,
     # not a failure), but none may crash or compute a wrong result; a K up to 10 always runs.
     for row in res["scale"]:
-        for contender in ("minijit", "jax"):
+        for contender in ("minijit", "minijit-numba", "jax"):
             cell = row[contender]
             assert cell["status"] in ("ok", "timeout", "not run", "skipped"), (row, contender)
         if row["k"] <= 10:
