@@ -6,8 +6,9 @@ The two code generators trade first calls against run time:
   optimization and machine code only, tens of milliseconds where Numba's pipeline costs a
   few hundred;
 - the Numba backend (`minijit/codegen/`) compiles slower but runs faster where its code is
-  better: minijit's vectorizable math functions (`codegen/vecmath`) where the LLVM backend
-  calls the C library's scalar ones, threads for large kernels, windows (slices,
+  better: `sin`, `cos` and `erf` of minijit's vector math where the setting asks for them
+  (`config.update("vector_math", "all")`; the LLVM backend has the other functions, from the
+  same source: `llvm/vecmath.py`), threads for large kernels, windows (slices,
   concatenations, `x.at[i].set(v)`) that its kernels read and write in place where the LLVM
   backend copies them, which matters in a loop, and donated arguments written in place.
 
@@ -25,7 +26,6 @@ from __future__ import annotations
 from math import prod
 
 from minijit import build
-from minijit.config import config
 from minijit.ir import ClosedJaxpr, Jaxpr, pp_eqn_alone, subjaxprs
 from minijit.primitives import (
     concatenate_p,
@@ -72,7 +72,7 @@ def _reason_in(jaxpr: Jaxpr, in_loop: bool) -> str | None:
         name = eqn.primitive.name
         if _vector_math(name, eqn):
             return (f"the Numba backend calls minijit's vectorized {name} (codegen/vecmath), "
-                    f"the LLVM backend the C library's, in `{pp_eqn_alone(eqn)}`")
+                    f"which the LLVM backend does not have, in `{pp_eqn_alone(eqn)}`")
         if in_loop and eqn.primitive in COPIED_WINDOWS and _copies(eqn) > 1:
             return (f"a {name} in a loop, which the LLVM backend copies on every iteration "
                     f"where the Numba backend works in place, in `{pp_eqn_alone(eqn)}`")
@@ -96,11 +96,12 @@ def _large(aval) -> str:
 
 
 def _vector_math(name: str, eqn) -> bool:
-    """Does the Numba backend call `codegen/vecmath` for this equation (`config.vector_math`)?"""
-    mode = config.vector_math
-    if not mode or not eqn.invars:
+    """Does the Numba backend call a `codegen/vecmath` function for this equation
+    (`config.vector_math`) that the LLVM backend does not have (`llvm/vecmath.py`)?"""
+    if not eqn.invars:
         return False
-    from minijit.codegen.vecmath import DEFAULT, FUNCTIONS  # Numba: only once a program compiles
+    from minijit.codegen.vecmath import FUNCTIONS
+    from minijit.llvm import vecmath
 
-    dtype = eqn.invars[0].aval.dtype.name
-    return (name, dtype) in FUNCTIONS and (mode == "all" or name in DEFAULT)
+    return (name, eqn.invars[0].aval.dtype.name) in FUNCTIONS and vecmath.in_use(name) \
+        and name not in vecmath.NAMES

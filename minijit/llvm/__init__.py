@@ -6,9 +6,10 @@ passes), this one writes LLVM IR itself (`emit.py`, one rule per primitive in `r
 and hands it to LLVM through llvmlite (`engine.py`): a first call costs LLVM's optimization
 and machine code only. It compiles a subset (`emit.py` lists it: elementwise work with
 broadcasting, reductions, `reshape`, slices, transposes, concatenations, `while`, `fori_loop`
-and `cond`, on bool, int32, int64, float32 and float64), on one thread, for the exact shapes
-of the call. For anything else `emit.py` raises `LLVMUnsupported`, naming the equation, and
-the backend (`minijit/backends.py`) compiles the program with Numba instead.
+and `cond`, on bool, int32, int64, float32 and float64, with minijit's vector math:
+`vecmath.py`), on one thread, for the exact shapes of the call. For anything else `emit.py`
+raises `LLVMUnsupported`, naming the equation, and the backend (`minijit/backends.py`)
+compiles the program with Numba instead.
 
 The executable allocates the outputs and passes them, with the arguments as C-contiguous
 arrays (rank-0 values as 0-d arrays), to the compiled entry, which writes only the outputs.

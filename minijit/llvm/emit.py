@@ -37,7 +37,12 @@ from llvmlite import ir
 from minijit import primitives as P
 from minijit.ir import ClosedJaxpr, Eqn, Jaxpr, Lit, VarNames, name_like_the_printer, pp_eqn_alone
 from minijit.lax.control_flow import cond_p, while_p
-from minijit.llvm import control, kernels, windows
+from minijit.llvm import (
+    control,
+    kernels,
+    vecmath,  # noqa: F401  puts minijit's vector math in scalar_rules
+    windows,
+)
 from minijit.llvm.kernels import REDUCTIONS
 from minijit.llvm.rules import (
     BOOL,

@@ -9,8 +9,10 @@ Each rule computes exactly what `interpret.py`'s NumPy rule computes (the tests 
 program on both): integers wrap, `max`/`min` propagate NaN and order -0.0 below +0.0 (LLVM's
 `maximum`/`minimum`, IEEE 754-2019's), a float converted to an integer saturates with NaN
 as 0 (LLVM's `fptosi.sat`, XLA's rule). Math functions call the C library's (`sin`, `exp`,
-...), as Numba's `math.sin` does. A primitive or dtype missing here is one the backend does
-not compile (`LLVMUnsupported`, naming the equation).
+...), as Numba's `math.sin` does, except where `vecmath.py` puts minijit's own vectorizable
+`exp`, `log`, `tanh`, ... (`codegen/vecmath`, compiled from the same source). A primitive or
+dtype missing here is one the backend does not compile (`LLVMUnsupported`, naming the
+equation).
 
 Values live in registers as `i1` for bool, `i32`/`i64`, `float`/`double`; in memory a bool is
 a byte (NumPy's), which `emit.py` converts on load and store.
@@ -135,7 +137,7 @@ def _abs(b, args, eqn):
     raise LLVMUnsupported("abs of bool")
 
 
-def _float_only(name: str, call):
+def float_only(name: str, call):
     def rule(b, args, eqn):
         if _kind(eqn) != "f":
             raise LLVMUnsupported(f"{eqn.primitive.name} of {eqn.invars[0].aval.dtype.name}")
@@ -227,12 +229,12 @@ scalar_rules = {
     P.and_p: _logical("and_"), P.or_p: _logical("or_"), P.xor_p: _logical("xor"),
     P.not_p: _not, P.select_n_p: _select_n, P.convert_element_type_p: _convert,
     P.integer_pow_p: _integer_pow,
-    P.sqrt_p: _float_only("sqrt", _intrinsic1), P.floor_p: _float_only("floor", _intrinsic1),
-    P.ceil_p: _float_only("ceil", _intrinsic1), P.sin_p: _float_only("sin", _libm),
-    P.cos_p: _float_only("cos", _libm), P.tan_p: _float_only("tan", _libm),
-    P.exp_p: _float_only("exp", _libm), P.log_p: _float_only("log", _libm),
-    P.tanh_p: _float_only("tanh", _libm), P.expm1_p: _float_only("expm1", _libm),
-    P.log1p_p: _float_only("log1p", _libm),
+    P.sqrt_p: float_only("sqrt", _intrinsic1), P.floor_p: float_only("floor", _intrinsic1),
+    P.ceil_p: float_only("ceil", _intrinsic1), P.sin_p: float_only("sin", _libm),
+    P.cos_p: float_only("cos", _libm), P.tan_p: float_only("tan", _libm),
+    P.exp_p: float_only("exp", _libm), P.log_p: float_only("log", _libm),
+    P.tanh_p: float_only("tanh", _libm), P.expm1_p: float_only("expm1", _libm),
+    P.log1p_p: float_only("log1p", _libm),
 }
 
 
