@@ -6,11 +6,13 @@ The two code generators trade first calls against run time:
   optimization and machine code only, tens of milliseconds where Numba's pipeline costs a
   few hundred;
 - the Numba backend (`minijit/codegen/`) compiles slower but runs faster where its code is
-  better: `sin`, `cos` and `erf` of minijit's vector math where the setting asks for them
-  (`config.update("vector_math", "all")`; the LLVM backend has the other functions, from the
-  same source: `llvm/vecmath.py`), threads for large kernels, windows (slices,
-  concatenations, `x.at[i].set(v)`) that its kernels read and write in place where the LLVM
-  backend copies them, which matters in a loop, and donated arguments written in place.
+  better: threads for large kernels, and memory reused between values
+  (`passes/plan_buffers.py`; the LLVM backend gives each value a buffer of its own); windows
+  (slices, concatenations, `x.at[i].set(v)`) that its kernels read and write in place where
+  the LLVM backend copies them, which matters in a loop; donated arguments written in place;
+  and `sin`, `cos` and `erf` of minijit's vector math where the setting asks for them
+  (`config.update("vector_math", "all")`; the LLVM backend has the other functions, compiled
+  from the same source: `llvm/vecmath.py`).
 
 So `numba_reason` sends a program to Numba when any of those would show in the run time, and
 says why; everything else is tried on LLVM (which may still decline it: a product, `pad`,

@@ -77,6 +77,9 @@ class LLVMBackend:
     `llvm_declined` then says why (None when LLVM compiled it)."""
 
     name = "llvm"
+    # An error of the LLVM backend itself (not a program it declines) is raised here, where
+    # it was asked for by name; the default backend hands the program to Numba instead.
+    falls_back_on_errors = False
 
     def numba_reason(self, closed: ClosedJaxpr, donated: tuple, parallel: bool | None
                      ) -> str | None:
@@ -94,6 +97,10 @@ class LLVMBackend:
                 return LLVMExecutable(closed, fun_name)  # never writes an argument
             except LLVMUnsupported as e:
                 why = str(e)
+            except Exception as e:  # noqa: BLE001 - a fault of the LLVM backend, not the program
+                if not self.falls_back_on_errors:
+                    raise
+                why = _failed(e)
         executable = BACKENDS["numba"].compile(closed, fun_name, donated, parallel)
         executable.llvm_declined = why
         return executable
@@ -110,6 +117,9 @@ class LLVMBackend:
                 return emit_program(closed, fun_name)
             except LLVMUnsupported:
                 pass
+            except Exception:  # noqa: BLE001 - as in `compile`
+                if not self.falls_back_on_errors:
+                    raise
         return BACKENDS["numba"].text(closed, fun_name, donated, parallel)
 
 
@@ -120,12 +130,19 @@ class AutoBackend(LLVMBackend):
     the executable says why a program went to Numba."""
 
     name = "auto"
+    falls_back_on_errors = True
 
     def numba_reason(self, closed: ClosedJaxpr, donated: tuple, parallel: bool | None
                      ) -> str | None:
         from minijit.backend_choice import numba_reason
 
         return numba_reason(closed, donated, parallel)
+
+
+def _failed(e: Exception) -> str:
+    return (f"the LLVM backend failed on this program ({type(e).__name__}: {e}), so the Numba "
+            "backend compiled it; jit(f, backend='llvm') raises the error (a bug in minijit: "
+            "please report it)")
 
 
 BACKENDS = {"interpreter": InterpreterBackend(), "numba": NumbaBackend(), "llvm": LLVMBackend(),

@@ -711,6 +711,9 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
     compiled (`minijit/threads.py`; `config.update("threads", 1)` turns it off).
     `parallel=False` (minijit's own option, not JAX's) keeps this function on one thread;
     `parallel=True` threads its large kernels even where `threads` is 1.
+    `backend` (minijit's own too) names what compiles the program: "auto", the default
+    (`config.default_backend`), chooses the LLVM or the Numba backend per program
+    (`minijit/backend_choice.py`); "llvm", "numba" and "interpreter" choose one.
     """
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, backend=backend, parallel=parallel)

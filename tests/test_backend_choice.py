@@ -221,3 +221,23 @@ def test_as_text_shows_what_the_choice_runs():
     assert "define i8* @\"entry\"" in mj.jit(mnp.sin, backend="auto").lower(x).as_text()
     text = mj.jit(mnp.cumsum, backend="auto").lower(x).as_text()  # LLVM has no cumsum
     assert text.startswith("# minijit: generated code") and "define" not in text
+
+
+def test_a_fault_of_the_llvm_backend_falls_back_to_numba_by_default(monkeypatch):
+    """A program the LLVM backend should compile but fails on (a bug) still runs under the
+    default, on Numba, with the error kept in `llvm_declined`; `backend="llvm"` raises it."""
+    import minijit.llvm
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("LLVM IR parsing error")
+
+    monkeypatch.setattr(minijit.llvm, "LLVMExecutable", broken)
+    monkeypatch.setattr("minijit.llvm.emit.emit_program", broken)
+    x = np.linspace(0, 1, 8)
+    executable = _auto(lambda v: v * 5.0, x)
+    assert isinstance(executable, NumbaExecutable)
+    assert "the LLVM backend failed on this program (RuntimeError: LLVM IR parsing error)" \
+        in executable.llvm_declined
+    assert mj.jit(lambda v: v * 5.0, backend="auto").lower(x).as_text().startswith("# minijit")
+    with pytest.raises(RuntimeError, match="LLVM IR parsing error"):
+        mj.jit(lambda v: v * 6.0, backend="llvm")(x)
