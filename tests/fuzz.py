@@ -105,9 +105,10 @@ import minijit as mj  # noqa: E402
 import minijit.numpy as mnp  # noqa: E402
 from minijit import lax  # noqa: E402
 
-# Each program runs under jit on both backends, and eagerly under `disable_jit`, where JAX
-# runs loops as Python loops (a fori_loop's index is then a Python int).
-BACKENDS = ("interpreter", "numba", "disable_jit")
+# Each program runs under jit on every backend (the LLVM one hands what it cannot compile to
+# Numba), and eagerly under `disable_jit`, where JAX runs loops as Python loops (a
+# fori_loop's index is then a Python int).
+BACKENDS = ("interpreter", "numba", "llvm", "disable_jit")
 
 
 def compiled(fn: Callable, backend: str) -> Callable:

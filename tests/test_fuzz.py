@@ -1,7 +1,7 @@
 """The fuzzer of tests/fuzz.py in the suite: a fixed set of programs, and the fuzzer's own parts.
 
-Each of `SUITE_PROGRAMS` programs of seed `SUITE_SEED` is one test, run against NumPy on both
-backends with the aliasing harness; a failure prints the program as a script to paste and the
+Each of `SUITE_PROGRAMS` programs of seed `SUITE_SEED` is one test, run against NumPy on every
+backend with the aliasing harness; a failure prints the program as a script to paste and the
 command that reruns it. The number is sized for the suite on two cores: nearly all of a
 program's time is Numba compiling it (and its arguments' layouts), and 100 programs draw every
 feature that `test_the_suite_covers_what_the_fuzzer_is_for` asks for at least twice (the first
