@@ -8,7 +8,7 @@ The two code generators trade first calls against run time:
 - the Numba backend (`minijit/codegen/`) compiles slower but runs faster where its code is
   better: threads for large kernels, and memory reused between values
   (`passes/plan_buffers.py`; the LLVM backend gives each value a buffer of its own); windows
-  (slices, concatenations, `x.at[i].set(v)`) that its kernels read and write in place where
+  (slices, concatenations, pads, `x.at[i].set(v)`) that its kernels read and write in place where
   the LLVM backend copies them, which matters in a loop; donated arguments written in place;
   and `sin`, `cos` and `erf` of minijit's vector math where the setting asks for them
   (`config.update("vector_math", "all")`; the LLVM backend has the other functions, compiled
@@ -33,6 +33,7 @@ from minijit.primitives import (
     concatenate_p,
     dynamic_slice_p,
     dynamic_update_slice_p,
+    pad_p,
     rev_p,
     slice_p,
     transpose_p,
@@ -48,7 +49,7 @@ LOOPS = frozenset({"while", "fori_loop", "scan"})
 # The windows the LLVM backend copies into a buffer of their own, where the Numba backend's
 # kernels read them in place (and write a `dynamic_update_slice` in place).
 COPIED_WINDOWS = frozenset({slice_p, dynamic_slice_p, dynamic_update_slice_p, transpose_p, rev_p,
-                            concatenate_p})
+                            concatenate_p, pad_p})
 
 
 def numba_reason(closed: ClosedJaxpr, donated: tuple = (), parallel: bool | None = None

@@ -25,6 +25,9 @@ from minijit.codegen import NumbaExecutable
 from minijit.interpret import eval_jaxpr
 from minijit.llvm import LLVMExecutable
 
+# Catalogue programs LLVM compiles that still go to Numba: a window in a loop.
+WINDOWS_IN_LOOPS = {"carries_in_place"}
+
 
 def _executable(jf, *args):
     jf(*args)
@@ -60,17 +63,21 @@ def test_long_running_is_where_the_numba_backend_threads():
 
 @pytest.mark.parametrize("prog", PROGRAMS, ids=[p.name for p in PROGRAMS])
 def test_the_choice_for_each_catalogue_program(prog):
-    """Every catalogue program LLVM compiles stays there: none is large, none has a window
-    in a loop, none donates."""
+    """Every catalogue program LLVM compiles stays there (none is large, none donates), but
+    those with a window in a loop."""
     args = prog.make_args()
     jf = mj.jit(prog.minijit_fn(), static_argnums=prog.static_argnums, backend="auto")
     lowered = jf.lower(*args)
     reason = numba_reason(lowered.jaxpr, tuple(lowered.traced.split.donated), jf.parallel)
-    if prog.name in COMPILED_BY_LLVM:
+    if prog.name in WINDOWS_IN_LOOPS:
+        assert reason is not None and " in a loop, which the LLVM backend copies" in reason
+        assert prog.name in COMPILED_BY_LLVM
+    elif prog.name in COMPILED_BY_LLVM:
         assert reason is None, reason
 
 
-@pytest.mark.parametrize("name", ["softmax", "while_loop", "matmul_2d", "at_traced[2]"])
+@pytest.mark.parametrize("name", ["softmax", "while_loop", "matmul_2d", "at_traced[2]",
+                                  "carries_in_place"])
 def test_catalogue_programs_run_where_they_were_sent(name):
     (prog,) = [p for p in PROGRAMS if p.name == name]
     args = prog.make_args()
@@ -78,7 +85,7 @@ def test_catalogue_programs_run_where_they_were_sent(name):
     if mj.config.default_backend != "auto":  # the tests' default is the interpreter
         jf = mj.jit(prog.minijit_fn(), static_argnums=prog.static_argnums, backend="auto")
     executable = _executable(jf, *args)
-    on_llvm = name in COMPILED_BY_LLVM
+    on_llvm = name in COMPILED_BY_LLVM and name not in WINDOWS_IN_LOOPS
     assert isinstance(executable, LLVMExecutable) == on_llvm, executable.llvm_declined
     assert (executable.llvm_declined is None) == on_llvm
     assert jf.lower(*args).as_text() == executable.as_text()
@@ -219,7 +226,7 @@ def test_a_learners_loop_nest_in_use_sends_everything_to_numba():
 def test_as_text_shows_what_the_choice_runs():
     x = np.linspace(0, 1, 8)
     assert "define i8* @\"entry\"" in mj.jit(mnp.sin, backend="auto").lower(x).as_text()
-    text = mj.jit(mnp.cumsum, backend="auto").lower(x).as_text()  # LLVM has no cumsum
+    text = mj.jit(lambda v: v @ v, backend="auto").lower(x).as_text()  # LLVM has no dot
     assert text.startswith("# minijit: generated code") and "define" not in text
 
 

@@ -51,7 +51,8 @@ COMPILED_BY_LLVM = {
     "broadcast_then_reduce_fusion", "softmax", "variance_middle_axis", "layer_norm_axis1",
     "reduce_twice_middle_axes", "layer_norm", "logsumexp", "mean_squared_error",
     "polyval_static_loop", "cumsum_unrolled", "pairwise_distances", "normalize_rows",
-    "pytree_in_out",
+    "pytree_in_out", "carries_in_place", "pad", "written_in_place", "associative_scan",
+    "nonzero_sized",
 }
 
 
@@ -333,6 +334,23 @@ def test_windows_move_the_right_elements(start):
                 mnp.concatenate([x, x[:, :1] * 2.0], axis=1))
 
     _check_like_interpreter(f, x, np.int64(start))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+def test_pad_with_low_high_and_interior_padding(dtype):
+    """`lax.pad` with low, high and interior padding, and an operand of no elements, against
+    the interpreter."""
+    x = (np.arange(12) % 3 - 1).reshape(3, 4).astype(dtype)
+
+    def f(x, fill):
+        return (lax.pad(x, fill, ((1, 2, 1), (0, 3, 2))),
+                lax.pad(x, fill, ((0, 1, 0), (2, 0, 1))),
+                lax.pad(x, fill, ((0, 0, 2), (0, 0, 0))),
+                lax.pad(x[:, :0], fill, ((1, 1, 1), (2, 0, 3))))
+
+    _check_like_interpreter(f, x, np.ones((), dtype))
+    jf = mj.jit(f, backend="llvm")
+    assert isinstance(_executable(jf, x, np.ones((), dtype)), LLVMExecutable)
 
 
 def test_a_loop_that_fills_an_array_one_element_at_a_time():

@@ -3,8 +3,9 @@ into a buffer of its own, so no value shares memory that another computation wri
 
 `reshape` and `squeeze` keep the same elements in the same C order, so they are the same
 buffer; `slice`, `dynamic_slice`, `transpose`, `rev` and `concatenate` read each element of
-the result where the operand holds it; `dynamic_update_slice` copies its operand, then writes
-the update over the copy. Dynamic starts are clamped so that the window fits, as
+the result where the operand holds it; `pad` reads it there too, or takes the padding value
+where the result's index falls in padding; `dynamic_update_slice` copies its operand, then
+writes the update over the copy. Dynamic starts are clamped so that the window fits, as
 `interpret._clamped_starts` (and XLA) clamp them.
 """
 
@@ -17,7 +18,7 @@ from minijit.ir import Eqn
 from minijit.llvm.rules import I64, LLVMUnsupported
 
 WINDOWS = {P.slice_p, P.dynamic_slice_p, P.dynamic_update_slice_p, P.transpose_p, P.rev_p,
-           P.concatenate_p}
+           P.concatenate_p, P.pad_p}
 
 
 def same_elements(prog, eqn: Eqn, x):
@@ -63,6 +64,8 @@ def window(prog, eqn: Eqn, args, target):
             at = [prog.b.add(j, s) for j, s in zip(index, starts)]
             prog.store(prog.load(args[1], i, dtype), dst, prog.flat(at, shape), dtype)
         return dst
+    if p is P.pad_p:
+        return _pad(prog, eqn, args, dst)
     if p is P.dynamic_slice_p:
         starts = clamped_starts(prog, shape, eqn.params["slice_sizes"], args[1:])
     with prog.nest(out.aval.shape) as (index, i):
@@ -80,6 +83,34 @@ def window(prog, eqn: Eqn, args, target):
             at = [prog.b.sub(ir.Constant(I64, n - 1), j) if d in eqn.params["dimensions"]
                   else j for d, (j, n) in enumerate(zip(index, shape))]
         prog.store(prog.load(x, prog.flat(at, shape), dtype), dst, i, dtype)
+    return dst
+
+
+def _pad(prog, eqn: Eqn, args, dst):
+    """`pad`: along each axis, the result's index j holds the operand's element (j - lo) / s
+    (s = interior + 1) where j - lo is a multiple of s and that element exists, else the
+    padding value (the test would crop for a negative lo or hi too, which `pad`'s shape rule
+    does not allow yet). The operand is read at a clamped index, and the read is used only
+    where every axis holds an element."""
+    b, (x, pad_value) = prog.b, args
+    shape, out = eqn.invars[0].aval.shape, eqn.outvars[0].aval
+    dtype = out.dtype
+    with prog.nest(out.shape) as (index, i):
+        inside, at = ir.Constant(ir.IntType(1), 1), []
+        for j, n, (lo, _, interior) in zip(index, shape, eqn.params["padding_config"]):
+            t, step = b.sub(j, ir.Constant(I64, lo)), ir.Constant(I64, interior + 1)
+            q = b.sdiv(t, step) if interior else t
+            ok = b.and_(b.icmp_signed(">=", t, ir.Constant(I64, 0)),
+                        b.icmp_signed("<", q, ir.Constant(I64, n)))
+            if interior:
+                ok = b.and_(ok, b.icmp_signed("==", b.srem(t, step), ir.Constant(I64, 0)))
+            inside = b.and_(inside, ok)
+            at.append(b.select(ok, q, ir.Constant(I64, 0)))
+        if 0 in shape:  # nothing to read: all padding
+            value = pad_value
+        else:
+            value = b.select(inside, prog.load(x, prog.flat(at, shape), dtype), pad_value)
+        prog.store(value, dst, i, dtype)
     return dst
 
 
