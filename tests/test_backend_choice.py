@@ -248,3 +248,18 @@ def test_a_fault_of_the_llvm_backend_falls_back_to_numba_by_default(monkeypatch)
     assert mj.jit(lambda v: v * 5.0, backend="auto").lower(x).as_text().startswith("# minijit")
     with pytest.raises(RuntimeError, match="LLVM IR parsing error"):
         mj.jit(lambda v: v * 6.0, backend="llvm")(x)
+
+
+def test_very_many_results_go_to_numba():
+    """Numba rolls repeated results into one loop; the LLVM backend's compile grows faster."""
+    from minijit.backend_choice import MANY_RESULTS
+
+    def results(k):
+        return lambda v: [v * (1.0 + j / k) + j for j in range(k)]
+
+    x = np.linspace(0, 1, 4)
+    for k, on_llvm in ((MANY_RESULTS, True), (MANY_RESULTS + 1, False)):
+        closed = mj.make_jaxpr(results(k))(x)
+        reason = numba_reason(closed)
+        assert (reason is None) == on_llvm, reason
+    assert numba_reason(mj.make_jaxpr(results(MANY_RESULTS + 1))(x)).startswith("513 results")
