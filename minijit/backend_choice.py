@@ -16,8 +16,8 @@ The two code generators trade first calls against run time:
   from the same source: `llvm/vecmath.py`).
 
 So `numba_reason` sends a program to Numba when any of those would show in the run time, and
-says why; everything else is tried on LLVM (which may still decline it: a product, `pad`,
-`scan`, a dtype it does not compile; it goes to Numba then too). Every rule reads only the
+says why; everything else is tried on LLVM (which may still decline it: a product, `scan`,
+`argmax`, a dtype it does not compile; it goes to Numba then too). Every rule reads only the
 optimized program and the call's options, so a shape's choice is made once, at compile time.
 Both backends compute what `eval_jaxpr` computes (the differential tests hold each to it; a
 float sum may differ in its last bits, as each adds in its own order), so the choice changes

@@ -125,9 +125,9 @@ class LLVMBackend:
 
 class AutoBackend(LLVMBackend):
     """`jit`'s default: the LLVM backend for a program whose run time it matches (a fast
-    first call), the Numba backend for one that runs faster there (large arrays, vector
-    math, writes in place): `minijit/backend_choice.py` has the rule. `llvm_declined` on
-    the executable says why a program went to Numba."""
+    first call), the Numba backend for one that runs or compiles faster there (large arrays,
+    windows in loops, donated arguments, hundreds of results): `minijit/backend_choice.py`
+    has the rule. `llvm_declined` on the executable says why a program went to Numba."""
 
     name = "auto"
     falls_back_on_errors = True

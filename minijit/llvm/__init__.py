@@ -5,7 +5,7 @@ lower and compile it (70 ms or more for any function: its typing, its CPython wr
 passes), this one writes LLVM IR itself (`emit.py`, one rule per primitive in `rules.py`)
 and hands it to LLVM through llvmlite (`engine.py`): a first call costs LLVM's optimization
 and machine code only. It compiles a subset (`emit.py` lists it: elementwise work with
-broadcasting, reductions, `reshape`, slices, transposes, concatenations, `while`, `fori_loop`
+broadcasting, reductions, `reshape`, slices, pads, transposes, concatenations, `while`, `fori_loop`
 and `cond`, on bool, int32, int64, float32 and float64, with minijit's vector math:
 `vecmath.py`), on one thread, for the exact shapes of the call. For anything else `emit.py`
 raises `LLVMUnsupported`, naming the equation, and the backend (`minijit/backends.py`)

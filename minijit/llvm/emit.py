@@ -22,7 +22,7 @@ never an argument.
 own module, through the `Program` it is given: loop kernels (`kernels.py`: the elementwise
 primitives of `rules.py`, unfused or fused, with `broadcast_in_dim` of a kernel's input, and
 `reduce_sum/prod/max/min`), data movement (`windows.py`: `reshape`, `squeeze`, static and
-dynamic slices, `dynamic_update_slice`, `transpose`, `rev`, `concatenate`) and control flow
+dynamic slices, `dynamic_update_slice`, `transpose`, `rev`, `concatenate`, `pad`) and control flow
 (`control.py`: `while`, `fori_loop`, `cond`). Dtypes: bool, int32, int64, float32 and
 float64. Anything else is `LLVMUnsupported`, naming the equation.
 """
