@@ -1236,3 +1236,27 @@ def test_debugging_debug_print(capsys):
 
     f(2.)
     assert capsys.readouterr().out.splitlines() == ["🤯 2.0 🤯", "🤯 0.9092974268256817 🤯"]
+
+
+# jax.lax.pad's docstring, "Examples" (int32 there; int64 with x64 on).
+def test_lax_pad_docstring_examples():
+    x = jnp.array([1, 2, 3, 4])
+    check(lax.pad(x, 0, [(2, 3, 0)]), [0, 0, 1, 2, 3, 4, 0, 0, 0], np.int64)
+    check(lax.pad(x, 0, [(0, 0, 1)]), [1, 0, 2, 0, 3, 0, 4], np.int64)
+    x = jnp.array([[1, 2, 3], [4, 5, 6]])
+    edge = [-1] * 7
+    check(lax.pad(x, -1, [(2, 2, 0), (2, 2, 0)]),
+          [edge, edge, [-1, -1, 1, 2, 3, -1, -1], [-1, -1, 4, 5, 6, -1, -1], edge, edge],
+          np.int64)
+    # "Use negative padding to remove elements from the edges of an array". With x64 on, the
+    # page's padding value `0` is an int64, which an int32 operand refuses (JAX too: "pad
+    # operand and padding_value must be same dtype"): an int32 zero here.
+    x = jnp.array([1, 2, 3, 4, 5], dtype=jnp.int32)
+    zero = jnp.int32(0)
+    with pytest.raises(TypeError):
+        lax.pad(x, 0, [(-1, -2, 0)])
+    check(lax.pad(x, zero, [(-1, -2, 0)]), [2, 3], np.int32)
+    check(jit(lambda v: lax.pad(v, zero, [(-1, -2, 0)]))(x), [2, 3], np.int32)
+    check(lax.pad(x, zero, [(-2, 1, 1)]), [2, 0, 3, 0, 4, 0, 5, 0], np.int32)
+    with pytest.raises(ValueError, match="Dimension size after padding is not at least 0"):
+        lax.pad(x, zero, [(-6, 0, 0)])

@@ -338,17 +338,22 @@ def test_windows_move_the_right_elements(start):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
 def test_pad_with_low_high_and_interior_padding(dtype):
-    """`lax.pad` with low, high and interior padding, and an operand of no elements, against
-    the interpreter."""
+    """`lax.pad` with low, high and interior padding, negative padding (a `slice` of the
+    padded result), and an operand of no elements, against the interpreter; on Numba too."""
     x = (np.arange(12) % 3 - 1).reshape(3, 4).astype(dtype)
 
     def f(x, fill):
         return (lax.pad(x, fill, ((1, 2, 1), (0, 3, 2))),
                 lax.pad(x, fill, ((0, 1, 0), (2, 0, 1))),
                 lax.pad(x, fill, ((0, 0, 2), (0, 0, 0))),
-                lax.pad(x[:, :0], fill, ((1, 1, 1), (2, 0, 3))))
+                lax.pad(x[:, :0], fill, ((1, 1, 1), (2, 0, 3))),
+                lax.pad(x, fill, ((-1, 1, 0), (2, -2, 1))),
+                lax.pad(x, fill, ((-2, -1, 2), (0, 0, 0))))
 
     _check_like_interpreter(f, x, np.ones((), dtype))
+    on_numba = mj.jit(f, backend="numba")(x, np.ones((), dtype))
+    for got, want in zip(on_numba, mj.jit(f, backend="interpreter")(x, np.ones((), dtype))):
+        np.testing.assert_array_equal(got, want)
     jf = mj.jit(f, backend="llvm")
     assert isinstance(_executable(jf, x, np.ones((), dtype)), LLVMExecutable)
 

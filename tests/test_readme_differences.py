@@ -265,6 +265,15 @@ def test_row_scan_unroll():
     assert mj.jit(f)(1.0) == 256.0
 
 
+def test_row_pad_negative():
+    x = np.arange(5.0)
+    jaxpr = mj.make_jaxpr(lambda v: mj.lax.pad(v, -1.0, [(-1, -2, 1)]))(x)
+    assert [e.primitive.name for e in jaxpr.eqns] == ["pad", "slice"]
+    assert jaxpr.eqns[0].params["padding_config"] == ((0, 0, 1),)
+    # JAX 0.10.2 (x64): lax.pad(jnp.arange(5.0), -1.0, [(-1, -2, 1)])
+    np.testing.assert_array_equal(mj.lax.pad(x, -1.0, [(-1, -2, 1)]), [-1, 1, -1, 2, -1, 3])
+
+
 def test_row_jnp_not_jitted():
     text = str(mj.make_jaxpr(lambda x: mnp.clip(x % 2.0, 0.0, 1.0))(mnp.ones(3)))
     assert "jit[" not in text and "max" in text and "min" in text

@@ -7,6 +7,7 @@ the control flow of `control_flow/` (chapter 05) is written with them.
 
 from __future__ import annotations
 
+import builtins  # this module defines its own `max` and `min`, as `jax.lax` does
 from collections.abc import Sequence
 
 import numpy as np
@@ -278,8 +279,23 @@ def concatenate(operands: Sequence, dimension: int):
 
 
 def pad(x, padding_value, padding_config):
-    return bind(P.pad_p, x, padding_value,
-                padding_config=tuple(tuple(int(v) for v in c) for c in padding_config))
+    """`x` with `padding_value` added: for each axis `(lo, hi, interior)` elements before,
+    after and between its elements. As in JAX, a negative `lo` or `hi` removes that many
+    elements from that end of the padded axis. The `pad` primitive pads by amounts of zero
+    or more, so that removal is a `slice` of its result (where JAX's jaxpr has one `pad`)."""
+    config = tuple(tuple(int(v) for v in c) for c in padding_config)
+    if all(len(c) != 3 or c[0] >= 0 and c[1] >= 0 for c in config):
+        return bind(P.pad_p, x, padding_value, padding_config=config)
+    padded = bind(P.pad_p, x, padding_value, padding_config=tuple(
+        (builtins.max(lo, 0), builtins.max(hi, 0), i) for lo, hi, i in config))
+    starts = [builtins.max(-lo, 0) for lo, _, _ in config]
+    limits = [n - builtins.max(-hi, 0) for n, (_, hi, _) in zip(padded.shape, config)]
+    if any(stop < start for start, stop in zip(starts, limits)):
+        shape = tuple(stop - start for start, stop in zip(starts, limits))
+        operand = tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+        raise ValueError(f"Dimension size after padding is not at least 0, got result shape "
+                         f"{shape}, for padding_config {config} and operand shape {operand}")
+    return slice(padded, starts, limits)
 
 
 def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001
