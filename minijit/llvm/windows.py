@@ -89,9 +89,9 @@ def window(prog, eqn: Eqn, args, target):
 def _pad(prog, eqn: Eqn, args, dst):
     """`pad`: along each axis, the result's index j holds the operand's element (j - lo) / s
     (s = interior + 1) where j - lo is a multiple of s and that element exists, else the
-    padding value (the test would crop for a negative lo or hi too, which `pad`'s shape rule
-    does not allow yet). The operand is read at a clamped index, and the read is used only
-    where every axis holds an element."""
+    padding value (the test would crop for a negative lo or hi too, but the `pad` primitive
+    has none: `lax.pad` crops with a `slice`). The operand is read at a clamped index, and the
+    read is used only where every axis holds an element."""
     b, (x, pad_value) = prog.b, args
     shape, out = eqn.invars[0].aval.shape, eqn.outvars[0].aval
     dtype = out.dtype
