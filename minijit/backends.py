@@ -87,20 +87,32 @@ class LLVMBackend:
         return "parallel=True asks for threads, which only the Numba backend runs" \
             if parallel else None
 
-    def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
-                parallel: bool | None = None):
-        from minijit.llvm import LLVMExecutable, LLVMUnsupported
+    def _on_llvm(self, make, closed: ClosedJaxpr, donated: tuple, parallel: bool | None):
+        """(what `make()` gives, None) where LLVM takes the program, else (None, why not).
+        `compile` and `text` both choose here, so `as_text()` shows what would run."""
+        from minijit.llvm import LLVMUnsupported
 
         why = self.numba_reason(closed, donated, parallel)
         if why is None:
             try:
-                return LLVMExecutable(closed, fun_name)  # never writes an argument
+                return make(), None
             except LLVMUnsupported as e:
                 why = str(e)
             except Exception as e:  # noqa: BLE001 - a fault of the LLVM backend, not the program
                 if not self.falls_back_on_errors:
                     raise
                 why = _failed(e)
+        return None, why
+
+    def compile(self, closed: ClosedJaxpr, fun_name: str = "f", donated: tuple = (),
+                parallel: bool | None = None):
+        from minijit.llvm import LLVMExecutable
+
+        # LLVMExecutable never writes an argument
+        executable, why = self._on_llvm(lambda: LLVMExecutable(closed, fun_name), closed,
+                                        donated, parallel)
+        if why is None:
+            return executable
         executable = BACKENDS["numba"].compile(closed, fun_name, donated, parallel)
         executable.llvm_declined = why
         return executable
@@ -109,18 +121,12 @@ class LLVMBackend:
              parallel: bool | None = None) -> str:
         """The LLVM IR `compile` would compile, or the Numba source of a program it leaves
         to Numba (the same choice)."""
-        from minijit.llvm import LLVMUnsupported
         from minijit.llvm.emit import emit_program
 
-        if self.numba_reason(closed, donated, parallel) is None:
-            try:
-                return emit_program(closed, fun_name)
-            except LLVMUnsupported:
-                pass
-            except Exception:  # noqa: BLE001 - as in `compile`
-                if not self.falls_back_on_errors:
-                    raise
-        return BACKENDS["numba"].text(closed, fun_name, donated, parallel)
+        text, why = self._on_llvm(lambda: emit_program(closed, fun_name), closed, donated,
+                                  parallel)
+        return text if why is None else BACKENDS["numba"].text(closed, fun_name, donated,
+                                                               parallel)
 
 
 class AutoBackend(LLVMBackend):
