@@ -158,14 +158,21 @@ def _threaded_entry(entry, closed, fun_name, donated, avals, readonly):
 
 def _boundary(x, aval):
     """`x` as the compiled code reads it: a scalar of the dtype, or a C-contiguous, aligned
-    array of the exact dtype (Fortran order, strides, misaligned data and another byte order
-    are converted here: the entry takes no other array, see `compile_source`)."""
+    array of the exact dtype (`c_array`: the entry takes no other array, see
+    `compile_source`)."""
     if not aval.shape:
         return aval.dtype.type(x)
+    return c_array(x, aval.dtype)
+
+
+def c_array(x, dtype) -> np.ndarray:
+    """`x` as a C-contiguous, aligned array of exactly `dtype`: `x` itself where it is one,
+    else a copy (Fortran order, strides, misaligned data and another byte order are converted
+    here). Both code generators' entries read their arrays this way."""
     x = np.asarray(x)
-    if x.flags.c_contiguous and x.flags.aligned and x.dtype == aval.dtype:
+    if x.flags.c_contiguous and x.flags.aligned and x.dtype == dtype:
         return x
-    return np.array(x, dtype=aval.dtype, order="C")
+    return np.array(x, dtype=dtype, order="C")
 
 
-__all__ = ["CodegenError", "NumbaExecutable", "lower_jaxpr"]
+__all__ = ["CodegenError", "NumbaExecutable", "c_array", "lower_jaxpr"]

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from minijit.codegen import buffers as memory
+from minijit.codegen import c_array
 from minijit.ir import ClosedJaxpr
 from minijit.llvm.emit import emit_program
 from minijit.llvm.engine import compile_ir
@@ -42,13 +41,15 @@ class LLVMExecutable:
         self.timings = {"codegen": t1 - t0, "compile": time.perf_counter() - t1}
         jaxpr = closed.jaxpr
         self.in_avals = [v.aval for v in jaxpr.invars]
-        self.consts = tuple(_boundary(c, v.aval) for c, v in zip(closed.consts, jaxpr.constvars))
+        # every value, rank 0 too, as an array: the entry reads each through its data pointer
+        self.consts = tuple(c_array(c, v.aval.dtype)
+                            for c, v in zip(closed.consts, jaxpr.constvars))
         self._buffer_specs = [(a.shape, a.dtype, memory.allocator(a.shape, a.dtype))
                               for a in jaxpr.out_avals]
         self.fast_call = self._fast_call_for_this_program()
 
     def __call__(self, *args):
-        return self.fast_call([_boundary(x, a) for x, a in zip(args, self.in_avals)])
+        return self.fast_call([c_array(x, a.dtype) for x, a in zip(args, self.in_avals)])
 
     def _fast_call_for_this_program(self):
         """`fast_call(args)`: called with C-contiguous arrays of exactly the compiled types."""
@@ -70,15 +71,6 @@ class LLVMExecutable:
 
     def as_text(self) -> str:
         return self.text
-
-
-def _boundary(x, aval) -> np.ndarray:
-    """`x` as the entry reads it: a C-contiguous, aligned array of exactly the dtype (rank 0
-    too: the entry reads every value through its data pointer)."""
-    x = np.asarray(x)
-    if x.flags.c_contiguous and x.flags.aligned and x.dtype == aval.dtype:
-        return x
-    return np.array(x, dtype=aval.dtype, order="C")
 
 
 __all__ = ["LLVMExecutable", "LLVMUnsupported"]
