@@ -81,9 +81,8 @@ def test_the_choice_for_each_catalogue_program(prog):
 def test_catalogue_programs_run_where_they_were_sent(name):
     (prog,) = [p for p in PROGRAMS if p.name == name]
     args = prog.make_args()
-    jf = mj.jit(prog.minijit_fn(), static_argnums=prog.static_argnums)  # the default
-    if mj.config.default_backend != "auto":  # the tests' default is the interpreter
-        jf = mj.jit(prog.minijit_fn(), static_argnums=prog.static_argnums, backend="auto")
+    # named: the tests' default backend is the interpreter (the library's, "auto": above)
+    jf = mj.jit(prog.minijit_fn(), static_argnums=prog.static_argnums, backend="auto")
     executable = _executable(jf, *args)
     on_llvm = name in COMPILED_BY_LLVM and name not in WINDOWS_IN_LOOPS
     assert isinstance(executable, LLVMExecutable) == on_llvm, executable.llvm_declined

@@ -65,7 +65,7 @@ def call(b: ir.IRBuilder, name: str, x: ir.Value) -> ir.Value:
     dtype = "float32" if x.type == F32 else "float64"
     if name not in NAMES or (name, dtype) not in FUNCTIONS:
         raise LLVMUnsupported(f"minijit's vector math {name} of {dtype}")
-    return _Inliner(b).call(FUNCTIONS[name, dtype].py_func, [x])
+    return _Inliner(b).call(FUNCTIONS[name, dtype], [x])
 
 
 _CASTS = {bits.f64_bits: "f64_bits", bits.f64_from_bits: "f64_from_bits",
