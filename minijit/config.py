@@ -26,6 +26,8 @@ _DEFAULTS: dict[str, Any] = {
     "disk_cache": True,  # keep compiled Numba code across processes (chapter 09)
     # generated code's exp, log, tanh, ...: minijit's own, not libm's ("all": sin, cos, erf too)
     "vector_math": True,
+    # bits of the generated loops' vectors: None = the CPU's best (minijit/codegen/vector_width.py)
+    "vector_width": None,
     "traceback_filtering": True,  # hide minijit's own frames in tracebacks
     "debug_nans": False,  # raise FloatingPointError at the primitive that first makes a NaN
     "profile_execution": False,  # time every call of a jitted function, for f.profile()

@@ -46,6 +46,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from minijit.codegen import vector_width
 from minijit.codegen.lower import CodegenError, Source
 from minijit.config import config
 from minijit.errors import in_package
@@ -117,7 +118,7 @@ _LIBRARY = _library_hash()
 def source_hash(source: Source, signature: str) -> str:
     h = hashlib.sha256()
     for part in (code_of(source.text), signature, sys.version, np.__version__,
-                 numba.__version__, __version__, _LIBRARY):
+                 numba.__version__, __version__, _LIBRARY, str(vector_width.preferred())):
         h.update(part.encode())
     return h.hexdigest()[:24]
 
@@ -197,7 +198,8 @@ def _compile_on_disk(text: str, sig, path: Path, name: str):
     try:
         repaired = _write_once(path, text)
         entry = _import_file(path, name).entry
-        entry.compile(sig)
+        with vector_width.numba_functions():
+            entry.compile(sig)
     except BaseException:
         _forget(path, entry)  # whatever failed, the next process starts this program afresh
         raise
@@ -208,7 +210,8 @@ def _compile_in_memory(source: Source, sig, name: str):
     # callbacks are globals of the module, in place before its code runs
     module = _exec_module(source.text.replace("cache=True", "cache=False"), name,
                           source.callbacks)
-    module.entry.compile(sig)
+    with vector_width.numba_functions():
+        module.entry.compile(sig)
     return module.entry
 
 

@@ -73,6 +73,12 @@ NumPy's own SIMD np.tanh(x) / np.exp(x) take 1.3 / 0.65 (float64) and 0.29 / 0.4
 (float32); jax.jit of the same GELU on one core 1.35 / 0.58. At 10**7 elements the loops are
 memory-bound and on par with NumPy (float64 tanh 3.5 vs 3.9, float32 exp 1.7 vs 2.5).
 
+Those loops had 256-bit vectors, LLVM's choice on that CPU. With 512-bit vectors, which minijit
+asks for there (`codegen/vector_width.py`), the same loops measured again, 256-bit then
+512-bit in one process, three processes at load average 0.9 (ns per element): float64 tanh
+2.4-2.6 / 1.8-2.4, exp 2.3-2.6 / 1.7-2.0, GELU 3.2-3.6 / 2.4-2.6; float32 tanh 0.82-0.95 /
+0.66-0.69, exp 0.81-0.97 / 0.57-0.69, GELU 1.21-1.27 / 0.80-0.89.
+
 The tests hold every function to 4 ulp of NumPy over a full-range sample.
 
 `FUNCTIONS` maps (primitive name, dtype name) to the compiled scalar function, e.g.
