@@ -81,17 +81,19 @@ def mark(function, wanted: str | None = None) -> None:
 @contextlib.contextmanager
 def numba_functions():
     """While this block runs, every function Numba lowers is `mark`ed: the program's entry and
-    the kernels Numba makes of its parallel loops. The block holds Numba's compiler lock, so no
-    other thread's Numba code is compiled meanwhile, and so none is marked."""
-    wanted = attribute()
-    if wanted is None:
-        yield
-        return
+    the kernels Numba makes of its parallel loops, and any of Numba's own helpers compiled for
+    the first time then (the attribute changes only how loops inside them are vectorized). The block
+    holds Numba's compiler lock, so no other thread's Numba code is compiled meanwhile, and so
+    none is marked. A Numba without the hook compiles at LLVM's width."""
     from numba.core.codegen import CPUCodeLibrary
     from numba.core.compiler_lock import global_compiler_lock
 
+    wanted = attribute()
     with global_compiler_lock:
-        add_ir_module = CPUCodeLibrary.add_ir_module
+        add_ir_module = getattr(CPUCodeLibrary, "add_ir_module", None)
+        if wanted is None or add_ir_module is None:  # no hook in this Numba: LLVM's width
+            yield
+            return
 
         def marking(library, ir_module):
             for function in ir_module.functions:
