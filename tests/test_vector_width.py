@@ -29,6 +29,15 @@ def gelu(x):
     return 0.5 * x * (1.0 + mnp.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
 
 
+def compiled_here(width: int, **options):
+    """Numba's dispatcher for a GELU program no other test compiles (its own constant), at
+    `width`, compiled in this process: code loaded from the disk cache cannot be inspected."""
+    x = np.linspace(-3, 3, 1000)
+    with mj.config.override("vector_width", width), mj.config.override("disk_cache", False):
+        f = mj.jit(lambda x: gelu(x) + 0.0123456789, backend="numba", **options)
+        return f.lower(x).compile().executable.entry
+
+
 def programs():
     """Elementwise math that inlines `vecmath`, and a reduction, each a fresh function (jit's
     cache belongs to the function: one per width)."""
@@ -75,9 +84,7 @@ def test_the_llvm_backend_marks_its_functions(width):
 @pytest.mark.parametrize("parallel", [False, True])
 def test_the_numba_backend_marks_the_programs_functions_only(width, parallel):
     x = np.linspace(-3, 3, 1000)
-    with mj.config.override("vector_width", width):
-        f = mj.jit(lambda x: gelu(x), backend="numba", parallel=parallel)
-        entry = f.lower(x).compile().executable.entry
+    entry = compiled_here(width, parallel=parallel)
     llvm_text = "\n".join(entry.inspect_llvm().values())
     assert ATTRIBUTE.format(width) in llvm_text
     assert CPUCodeLibrary.add_ir_module.__name__ == "add_ir_module"  # put back
@@ -145,8 +152,6 @@ def test_wide_registers_on_a_cpu_that_has_them():
     """The machine code of a GELU of 1,000 float64 elements at width 512 uses the 512-bit
     registers (zmm) where the CPU has them, and never where it does not."""
     _, avx512 = vector_width._host()
-    x = np.linspace(-3, 3, 1000)
-    with mj.config.override("vector_width", 512):
-        entry = mj.jit(lambda x: gelu(x), backend="numba").lower(x).compile().executable.entry
+    entry = compiled_here(512)
     asm = "\n".join(entry.inspect_asm().values())
     assert ("%zmm" in asm) == avx512
