@@ -69,11 +69,10 @@ def attribute() -> str | None:
     return None if width is None else f'"prefer-vector-width"="{width}"'
 
 
-def mark(function, wanted: str | None = None) -> None:
-    """Give an `llvmlite.ir.Function` the attribute (`wanted`, else `attribute()`), if any.
+def mark(function, wanted: str | None) -> None:
+    """Give an `llvmlite.ir.Function` the attribute `wanted` (from `attribute()`), if any.
     llvmlite's attribute set takes only the attributes it knows by name, so this adds the
     string attribute to the set directly; it is printed as written, as LLVM reads it."""
-    wanted = wanted or attribute()
     if wanted is not None:
         set.add(function.attributes, wanted)
 

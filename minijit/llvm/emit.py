@@ -206,8 +206,9 @@ class Program:
         fn = ir.Function(m, ir.FunctionType(BYTES, [BYTES, BYTES.as_pointer(), I64]), "entry")
         # 512-bit vectors where they were measured faster; on both functions, as `kernel`'s
         # loops are vectorized where they end up, inlined into `entry`
+        wanted = vector_width.attribute()
         for function in (self.kernel, fn):
-            vector_width.mark(function)
+            vector_width.mark(function, wanted)
         for arg, name in zip(fn.args, ("self", "args", "nargs")):
             arg.name = name
         incref = ir.Function(m, ir.FunctionType(ir.VoidType(), [BYTES]), "Py_IncRef")
