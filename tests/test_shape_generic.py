@@ -138,6 +138,29 @@ def test_slices_a_few_elements_short_share_one_compile():
         assert change == np.max(np.abs(want - u))
 
 
+def _strided(x, b):
+    return x[::2] * mnp.sum(b), x[1::3]
+
+
+def test_a_slice_step_is_a_literal_and_other_sizes_share_one_compile():
+    """A step is the program's constant, not a size: `x[::2]` reads `:2]` in the source,
+    whatever sizes the arguments have. (It was `(_n1 - 1)` where `b` had 3 elements and
+    `(_n1 - 2)` where it had 4: two sources, two compiles, for one program. Output sizes
+    that happen to be within 2 of another size still give other sources: small `x` here.)"""
+    f = _fresh(_strided)
+    rng = np.random.default_rng(4)
+    x, b = rng.normal(size=100), rng.normal(size=3)
+    text = f.lower(x, b).as_text()
+    assert "a[0:(_n0 - 1):2]" in text and "a[1:(_n0 - 2):3]" in text, text
+    f(x, b)
+    for n, m in ((100, 4), (100, 5), (106, 6)):  # 106: the same limits, n - 1 and n - 2
+        x, b = rng.normal(size=n), rng.normal(size=m)
+        (even, third), compiled, hits = _compiles(f, x, b)
+        assert (compiled, hits) == (0, 1), (n, m)
+        np.testing.assert_allclose(even, x[::2] * b.sum(), rtol=1e-15)
+        np.testing.assert_array_equal(third, x[1::3])
+
+
 def test_the_source_reads_sizes_from_the_arguments():
     text = mj.jit(gelu, backend="numba").lower(np.ones(100)).as_text()
     assert "_n0 = a.shape[0]" in text and "range(_n0)" in text

@@ -144,8 +144,12 @@ def _transposed(lo, src: str, shape, perm, dtype, name: str) -> None:
 
 
 def _slices(lo, starts, limits, strides=None) -> str:
+    """Python slices for `slice`'s parameters. A start or a limit may be a size (`x[1:]`
+    ends at `_n0`); a step is the program's own constant, written as one: through `dim` a
+    step of 2 became `(_n1 - 1)` wherever some size was 3, which read as a size and gave
+    the same program at other sizes another source, and another compile."""
     strides = strides or (1,) * len(starts)
-    parts = [f"{lo.dim(s)}:{_size(lo, e)}" + (f":{lo.dim(st)}" if st != 1 else "")
+    parts = [f"{lo.dim(s)}:{_size(lo, e)}" + (f":{int(st)}" if st != 1 else "")
              for s, e, st in zip(starts, limits, strides)]
     return ", ".join(parts)
 
