@@ -146,7 +146,8 @@ def test_a_slice_step_is_a_literal_and_other_sizes_share_one_compile():
     """A step is the program's constant, not a size: `x[::2]` reads `:2]` in the source,
     whatever sizes the arguments have. (It was `(_n1 - 1)` where `b` had 3 elements and
     `(_n1 - 2)` where it had 4: two sources, two compiles, for one program. Output sizes
-    that happen to be within 2 of another size still give other sources: small `x` here.)"""
+    that happen to be within 2 of another size still give other sources, which is why `x`
+    is long here.)"""
     f = _fresh(_strided)
     rng = np.random.default_rng(4)
     x, b = rng.normal(size=100), rng.normal(size=3)
