@@ -189,7 +189,7 @@ import numpy as np
 import minijit as mj
 import minijit.numpy as mnp
 t1 = time.perf_counter()
-import minijit.codegen  # imports Numba (minijit would import it at the first call)
+import minijit.codegen.compile  # imports Numba (the first call would import it)
 t2 = time.perf_counter()
 
 
@@ -207,6 +207,33 @@ entry = f.cache_entries()[0]
 print(json.dumps({{"import_minijit": t1 - t0, "import_numba": t2 - t1, "first_call": t4 - t3,
                   "compiled": sum(entry.executable.entry.stats.cache_misses.values()),
                   "ok": bool(np.allclose(y, ref, rtol=1e-10)), "timings": entry.timings}}))
+"""
+
+# The same first call on jit's default backend, as a learner who restarts a kernel meets it:
+# whatever it imports (Numba, where the program goes to the Numba backend) is part of it.
+_W6_DEFAULT = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import minijit as mj
+import minijit.numpy as mnp
+t1 = time.perf_counter()
+
+
+def gelu(x):
+    return 0.5 * x * (1 + mnp.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+f = mj.jit(gelu)
+x = np.linspace(-3.0, 3.0, {n})
+t3 = time.perf_counter()
+y = f(x)
+t4 = time.perf_counter()
+ref = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+print(json.dumps({{"import_minijit": t1 - t0, "first_call": t4 - t3, "compiled": 0,
+                  "backend": type(f.cache_entries()[0].executable).__name__,
+                  "numba_imported": "numba" in sys.modules,
+                  "ok": bool(np.allclose(y, ref, rtol=1e-10))}}))
 """
 
 _W6_NUMBA = """
@@ -338,20 +365,21 @@ def w6_new_process(s: Settings, tmp: Path, bar) -> dict:
     folder = tmp / "numba_kernel"
     folder.mkdir()
     (folder / "w6_numba_kernel.py").write_text(_numba_kernel_module())
-    scripts = (_W6_MINIJIT.format(n=W6_N), _W6_NUMBA.format(n=W6_N, folder=str(folder)))
+    scripts = (_W6_MINIJIT.format(n=W6_N), _W6_NUMBA.format(n=W6_N, folder=str(folder)),
+               _W6_DEFAULT.format(n=W6_N))
 
-    def pair() -> tuple[dict, dict]:
+    def pair() -> tuple[dict, ...]:
         if not s.quick:
-            return _run_script(scripts[0], env), _run_script(scripts[1], env)
-        with ThreadPoolExecutor(2) as pool:
-            a, b = (pool.submit(_run_script, code, env) for code in scripts)
-            return a.result(), b.result()
+            return tuple(_run_script(code, env) for code in scripts)
+        with ThreadPoolExecutor(len(scripts)) as pool:
+            runs = [pool.submit(_run_script, code, env) for code in scripts]
+            return tuple(r.result() for r in runs)
 
     out: dict = {}
     if s.quick:
         _warm_here(tmp / "disk_cache", folder)
     else:
-        out["minijit_cold"], out["numba_cold"] = pair()
+        out["minijit_cold"], out["numba_cold"], out["default_cold"] = pair()
     bar.update(1)
     warm = [pair() for _ in range(s.w6_processes)]
     bar.update(1)
@@ -359,9 +387,11 @@ def w6_new_process(s: Settings, tmp: Path, bar) -> dict:
     def median_run(runs):
         return sorted(runs, key=lambda r: r["first_call"])[len(runs) // 2]
 
-    warm_mj, warm_nb = [w[0] for w in warm], [w[1] for w in warm]
-    out.update(minijit_warm=median_run(warm_mj), numba_warm=median_run(warm_nb))
-    runs = (*warm_mj, *warm_nb, out.get("minijit_cold"), out.get("numba_cold"))
+    warm_mj, warm_nb, warm_df = ([w[i] for w in warm] for i in range(3))
+    out.update(minijit_warm=median_run(warm_mj), numba_warm=median_run(warm_nb),
+               default_warm=median_run(warm_df))
+    runs = (*warm_mj, *warm_nb, *warm_df, out.get("minijit_cold"), out.get("numba_cold"),
+            out.get("default_cold"))
     out["ok"] = all(r["ok"] for r in runs if r)
     # A warm run that compiled means the disk cache missed: the report says so.
     out["warm_compiled"] = sum(r["compiled"] for r in (*warm_mj, *warm_nb))
@@ -674,11 +704,13 @@ def goals(res: dict) -> list[tuple[str, str, str]]:
         out.append(("W6 first call (trace + optimize + generate + compile): at most 0.6 s",
                     f"{t:.3f} s (hand-written Numba compile {w6['cold']['numba']:.3f} s)",
                     verdict(t <= 0.6 and w6["cold"]["ok"])))
-        t = w6["new"]["minijit_warm"]["first_call"]
+        nw = w6["new"]
+        t = nw["default_warm"]["first_call"]  # what a learner who restarts a kernel waits
         out.append(("W6 first call in a new process, warm disk cache: at most 0.3 s",
-                    f"{t:.3f} s (hand-written Numba, cache=True: "
-                    f"{w6['new']['numba_warm']['first_call']:.3f} s)",
-                    verdict(t <= 0.3 and w6["new"]["ok"])))
+                    f"{t:.3f} s on the default backend ({nw['default_warm']['backend']}); "
+                    f"{nw['minijit_warm']['first_call']:.3f} s on the Numba backend "
+                    f"(hand-written Numba, cache=True: {nw['numba_warm']['first_call']:.3f} s)",
+                    verdict(t <= 0.3 and nw["ok"])))
     if "w6_failed" in res:
         out.append(("W6 first call: at most 0.6 s; warm disk cache at most 0.3 s",
                     f"**FAILED**: {res['w6_failed']}", "**not met**"))
@@ -859,12 +891,17 @@ def markdown(res: dict) -> str:
             f"{_first(nw, 'numba_cold')} |",
             f"| new process, warm disk cache | {nw['minijit_warm']['first_call']:.3f} s | "
             f"{nw['numba_warm']['first_call']:.3f} s |",
+            f"| new process, jit's default backend (Numba not imported first) | "
+            f"{nw['default_warm']['first_call']:.3f} s ({nw['default_warm']['backend']}; "
+            f"Numba {'imported' if nw['default_warm']['numba_imported'] else 'not imported'}) "
+            f"| - |",
             f"| import before it (new process, warm) | `import minijit` "
             f"{nw['minijit_warm']['import_minijit']:.3f} s + Numba "
             f"{nw['minijit_warm']['import_numba']:.3f} s | `import numba` "
             f"{nw['numba_warm']['import_numba']:.3f} s |", "",
-            "In the new processes Numba is imported before the clock starts (minijit would "
-            "otherwise import it during the first call). Results checked against NumPy: "
+            "In the new processes Numba is imported before the clock starts (minijit's Numba "
+            "backend would otherwise import it during the first call), but for the default "
+            "backend's row, whose call imports what it needs. Results checked against NumPy: "
             f"{'all correct' if w6['cold']['ok'] and nw['ok'] else '**FAILED**'}; warm runs "
             f"that compiled anyway (a disk cache miss): {nw['warm_compiled']}.", ""]
     if "w6_failed" in res:

@@ -882,7 +882,7 @@ def scale_child(contender: str, case: str, k: int) -> dict:
         def call():
             return jax.block_until_ready(fn(arg))
     else:
-        import minijit.codegen  # noqa: F401  Numba's import is not part of the first call
+        import minijit.codegen.compile  # noqa: F401  Numba's import is not part of the first call
 
         # "minijit": jit's default backend ("auto"); "minijit-numba": the Numba backend
         backend = "numba" if contender == "minijit-numba" else None

@@ -113,8 +113,8 @@ def _vector_math(name: str, eqn) -> bool:
     (`config.vector_math`) that the LLVM backend does not have (`llvm/vecmath.py`)?"""
     if not eqn.invars:
         return False
-    from minijit.codegen.vecmath import FUNCTIONS
+    from minijit.codegen.vecmath import SOURCES
     from minijit.llvm import vecmath
 
-    return (name, eqn.invars[0].aval.dtype.name) in FUNCTIONS and vecmath.in_use(name) \
+    return (name, eqn.invars[0].aval.dtype.name) in SOURCES and vecmath.in_use(name) \
         and name not in vecmath.NAMES

@@ -415,3 +415,60 @@ def test_what_llvm_declines_runs_on_numba_with_the_reason():
         emit_program(_optimized(f, x))
     threaded = mj.jit(lambda v: v * 2.0, backend="llvm", parallel=True)
     assert "parallel=True" in _executable(threaded, x).llvm_declined
+
+
+_WITHOUT_NUMBA = """
+import sys, threading
+import numpy as np
+import minijit as mj
+import minijit.numpy as mnp
+
+
+def gelu(x):
+    return 0.5 * x * (1 + mnp.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+x = np.linspace(-3.0, 3.0, 1001)
+want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+first = mj.jit(gelu)(x)
+assert np.allclose(first, want, rtol=1e-14, atol=1e-15), "llvm before numba"
+assert "numba" not in sys.modules, "the LLVM backend's program imported Numba"
+numba_made = mj.jit(gelu, backend="numba")(x)
+assert "numba" in sys.modules
+assert np.array_equal(numba_made, first), "the two backends differ"
+again = mj.jit(lambda v: gelu(v) + 0.0)(x)  # another program, on LLVM, Numba now loaded
+assert np.array_equal(again, first), "llvm after numba"
+
+# 16 threads at once, in a process where Numba is loaded by one of them: LLVM and Numba
+# compiles of new programs, never two at a time (llvm/engine.py), all finishing.
+results, barrier = {}, threading.Barrier(16)
+
+
+def work(k):
+    barrier.wait()
+    f = mj.jit(lambda v: gelu(v) * (k + 1), backend="numba" if k % 2 else "llvm")
+    results[k] = np.array_equal(f(x), first * (k + 1))
+
+
+threads = [threading.Thread(target=work, args=(k,)) for k in range(16)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(timeout=240)
+assert len(results) == 16 and all(results.values()), results
+print("ok")
+"""
+
+
+def test_a_program_the_llvm_backend_compiles_does_not_import_numba(tmp_path):
+    """A new process's first call on the LLVM backend imports no Numba (about 0.4 s of it:
+    `codegen/vecmath/deferred.py`); the Numba backend loaded later computes the same values;
+    LLVM programs compiled after it still do; and compiles of both kinds from 16 threads at
+    once, Numba loaded by one of them, all finish right (`llvm/engine.compiling`)."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, MINIJIT_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.run([sys.executable, "-c", _WITHOUT_NUMBA], capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr

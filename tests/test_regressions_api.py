@@ -166,8 +166,9 @@ def test_every_layout_gives_correct_results(fast_path, backend, layout, warm):
 
 def test_the_fast_path_gives_each_type_its_own_program(fast_path):
     """Serial compiled code is called on the fast path through its entry point, which checks
-    nothing (`codegen._entry_point`): an array of another dtype or rank would be read as the
-    compiled type. Each must reach the program compiled for it, however the calls alternate."""
+    nothing (`codegen.executable._entry_point`): an array of another dtype or rank would be
+    read as the compiled type. Each must reach the program compiled for it, however the calls
+    alternate."""
     f = mj.jit(lambda a: a * 2 + 1)
     cases = [np.arange(6.0), np.arange(6), np.arange(6, dtype=np.int32),
              np.arange(6.0, dtype=np.float32), np.arange(6.0).reshape(2, 3),

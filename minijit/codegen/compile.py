@@ -39,7 +39,6 @@ import os
 import re
 import sys
 import tempfile
-import threading
 import warnings
 from pathlib import Path
 
@@ -48,15 +47,22 @@ import numpy as np
 
 from minijit.codegen import vector_width
 from minijit.codegen.lower import CodegenError, Source
+from minijit.codegen.vecmath import deferred
 from minijit.config import config
 from minijit.errors import in_package
+from minijit.llvm.engine import COMPILE_LOCK
 from minijit.version import __version__
 
 _memory: dict[str, object] = {}
 stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}  # where each program came from
-_lock = threading.RLock()  # guards the two dicts above and the disk cache folder
+# Guards the two dicts above and the disk cache folder; the LLVM backend's compiles take it
+# too (LLVM's global context is shared, see `llvm/engine.py`).
+_lock = COMPILE_LOCK
 _unusable: set[Path] = set()  # folders that failed with an OSError: not tried again
 _warned: set[Path] = set()  # folders already reported with a DiskCacheWarning
+
+# Generated code calls `vecmath`'s functions: Numba must find them compiled (`deferred`).
+deferred.compile_all()
 
 
 def _path_even_without_a_cwd(get_path):

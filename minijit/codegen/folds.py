@@ -37,7 +37,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from minijit.codegen.vecmath.bits import f32_bits, f32_from_bits, f64_bits, f64_from_bits
+from minijit.codegen.vecmath import bits, deferred
+
+deferred.compile_all()  # the casts below are Numba intrinsics from here on
+f32_bits, f32_from_bits, f64_bits, f64_from_bits = (
+    bits.f32_bits, bits.f32_from_bits, bits.f64_bits, bits.f64_from_bits)
 
 _jit = njit(error_model="numpy", cache=True)
 

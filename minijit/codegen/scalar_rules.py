@@ -19,7 +19,7 @@ import numpy as np
 
 from minijit import primitives as P
 from minijit.codegen.rules import Expression, numba_rules
-from minijit.codegen.vecmath import DEFAULT, FUNCTIONS
+from minijit.codegen.vecmath import DEFAULT, SOURCES
 from minijit.config import config
 from minijit.dtypes import int_range_as_floats
 from minijit.ir import Eqn, Lit
@@ -127,7 +127,7 @@ def _vector_math(p, otherwise: Rule) -> Rule:
     def rule(a, eqn):
         dtype = eqn.invars[0].aval.dtype
         mode = config.vector_math
-        if mode and (p.name, dtype.name) in FUNCTIONS and (mode == "all" or p.name in DEFAULT):
+        if mode and (p.name, dtype.name) in SOURCES and (mode == "all" or p.name in DEFAULT):
             return f"vecmath.{p.name}_f{dtype.itemsize * 8}({a[0]})"
         return otherwise(a, eqn)
 

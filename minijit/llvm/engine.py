@@ -10,15 +10,24 @@ array's data pointer itself).
 Invariant: the machine code lives as long as the `CompiledModule` (the engine owns it), and
 `function` keeps its `CompiledModule` alive, so the code outlives every reference to it. The
 same text compiles once while its `CompiledModule` is in use (a module-level weak cache).
-Compiling holds Numba's compiler lock: LLVM's global context is shared with Numba, and is not
-safe to use from two threads.
+
+One compile at a time (`compiling()`): LLVM's global context is shared with Numba, and is not
+safe to use from two threads. minijit's compiles, these and the Numba backend's
+(`codegen/compile.py`), hold `COMPILE_LOCK`; these also hold Numba's own compiler lock where
+Numba is loaded, which every Numba compile holds. This module does not load Numba: a program
+the LLVM backend compiles does not pay for importing it (about 0.4 s of a new process's
+first call). While Numba is not loaded, the only Numba compile that could start is the Numba
+backend's, which waits for `COMPILE_LOCK` first; so both locks are always taken in one order.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import sys
+import threading
 import weakref
+from contextlib import contextmanager
 
 import llvmlite.binding as llvm
 
@@ -74,11 +83,24 @@ class CompiledModule:
 _compiled: weakref.WeakValueDictionary[str, CompiledModule] = weakref.WeakValueDictionary()
 
 
-def compile_ir(text: str, entry_name: str) -> CompiledModule:
-    from numba.core.compiler_lock import global_compiler_lock
+COMPILE_LOCK = threading.RLock()
 
+
+@contextmanager
+def compiling():
+    """Held while minijit compiles: `COMPILE_LOCK`, then Numba's lock where Numba is loaded."""
+    with COMPILE_LOCK:
+        numba_lock = sys.modules.get("numba.core.compiler_lock")
+        if numba_lock is None:
+            yield
+        else:
+            with numba_lock.global_compiler_lock:
+                yield
+
+
+def compile_ir(text: str, entry_name: str) -> CompiledModule:
     key = f"{entry_name}\n{text.partition(chr(10))[2]}"
-    with global_compiler_lock:
+    with compiling():
         found = _compiled.get(key)
         if found is not None:
             return found

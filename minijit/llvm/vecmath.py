@@ -35,7 +35,7 @@ import numpy as np
 from llvmlite import ir
 
 from minijit import primitives as P
-from minijit.codegen.vecmath import DEFAULT, FUNCTIONS, bits
+from minijit.codegen.vecmath import DEFAULT, SOURCES, bits, deferred
 from minijit.config import config
 from minijit.llvm.rules import (
     F32,
@@ -63,13 +63,13 @@ def in_use(name: str) -> bool:
 def call(b: ir.IRBuilder, name: str, x: ir.Value) -> ir.Value:
     """`vecmath`'s `name` (`"tanh"`) of the float32 or float64 value `x`, emitted inline."""
     dtype = "float32" if x.type == F32 else "float64"
-    if name not in NAMES or (name, dtype) not in FUNCTIONS:
+    if name not in NAMES or (name, dtype) not in SOURCES:
         raise LLVMUnsupported(f"minijit's vector math {name} of {dtype}")
-    return _Inliner(b).call(FUNCTIONS[name, dtype], [x])
+    return _Inliner(b).call(SOURCES[name, dtype], [x])
 
 
-_CASTS = {bits.f64_bits: "f64_bits", bits.f64_from_bits: "f64_from_bits",
-          bits.f32_bits: "f32_bits", bits.f32_from_bits: "f32_from_bits"}
+_CASTS = {deferred.plain(getattr(bits, name)): name
+          for name in ("f64_bits", "f64_from_bits", "f32_bits", "f32_from_bits")}
 
 
 @functools.cache
@@ -87,7 +87,7 @@ class _Inliner:
         self.b = b
 
     def call(self, fn, args: list):
-        fn = getattr(fn, "py_func", fn)  # a Numba dispatcher: its Python function
+        fn = deferred.plain(fn)  # a Numba function (after the Numba backend loaded): its source
         params, body = _syntax(fn)
         env = dict(zip(params, args, strict=True))
         scope = fn.__globals__
@@ -149,7 +149,7 @@ class _Inliner:
         args = [self.expr(a, env, scope) for a in node.args]
         if fn is abs and _is_float(args[0]):
             return intrinsic(b, "fabs", args)
-        cast = _CASTS.get(fn)
+        cast = _CASTS.get(deferred.plain(fn))
         if cast == "f64_bits":
             return b.bitcast(args[0], I64)
         if cast == "f32_bits":
@@ -158,7 +158,7 @@ class _Inliner:
             return b.bitcast(_int64(b, args[0]), F64)
         if cast == "f32_from_bits":
             return b.bitcast(b.trunc(_int64(b, args[0]), I32), F32)
-        if hasattr(fn, "py_func"):
+        if deferred.is_marked(fn):
             return self.call(fn, args)
         raise LLVMUnsupported(f"the call `{ast.unparse(node)}`")
 

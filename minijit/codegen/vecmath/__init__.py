@@ -32,6 +32,9 @@ compiled with the default error model `inline="always"` leaves the loop scalar w
 body divides (tanh, logistic), 2-8x slower. The functions must not be compiled with
 `fastmath`: the rounding trick (x + 1.5*2**52) - 1.5*2**52 and the nan tests x == x need IEEE
 semantics (a fastmath caller is fine: each inlined instruction keeps its own flags).
+The modules mark each function with those options (`deferred.jit`) and import no Numba;
+`deferred.compile_all()` applies them when the Numba backend loads, so that a program the LLVM
+backend compiles, which reads the same functions' source, does not import Numba (`deferred`).
 
 float32. The float32 functions compute in float32 (np.float32 constants throughout: a Python
 float would promote the expression to float64). Measured 1.2-2x faster (AVX-512 host) and
@@ -91,6 +94,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minijit.codegen.vecmath import deferred
 from minijit.codegen.vecmath.erf import erf_f32, erf_f64
 from minijit.codegen.vecmath.exp_log import (
     exp_f32,
@@ -115,8 +119,9 @@ if TYPE_CHECKING:
 # scalar and slower than libm. So they are used only with config "vector_math" set to "all".
 DEFAULT = frozenset({"exp", "expm1", "log", "log1p", "tanh", "logistic"})
 
-# One entry per (primitive, dtype).
-FUNCTIONS: dict[tuple[str, str], Dispatcher] = {
+# One entry per (primitive, dtype): the plain Python function, whose source the LLVM backend
+# reads; `FUNCTIONS` (below) holds their Numba functions.
+SOURCES = {
     ("exp", "float64"): exp_f64,
     ("exp", "float32"): exp_f32,
     ("expm1", "float64"): expm1_f64,
@@ -136,3 +141,14 @@ FUNCTIONS: dict[tuple[str, str], Dispatcher] = {
     ("erf", "float64"): erf_f64,
     ("erf", "float32"): erf_f32,
 }
+
+
+def __getattr__(name: str):
+    """`FUNCTIONS`, the Numba functions by (primitive, dtype), made on first use: reading it
+    compiles the package's functions with Numba (`deferred.compile_all`)."""
+    if name == "FUNCTIONS":
+        functions: dict[tuple[str, str], Dispatcher] = {
+            key: deferred.compiled(fn) for key, fn in SOURCES.items()}
+        globals()["FUNCTIONS"] = functions
+        return functions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

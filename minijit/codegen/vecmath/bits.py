@@ -2,7 +2,8 @@
 
 Everything here compiles to one or two integer or bit-cast instructions, which LLVM's loop
 vectorizer widens lane by lane; nothing calls libm. The casts are `numba.extending.intrinsic`s
-that emit an LLVM `bitcast`, the same bits read as another type (what C does with a union or
+(applied by `deferred.compile_all`, like every Numba decorator of the package) that emit an
+LLVM `bitcast`, the same bits read as another type (what C does with a union or
 `memcpy`, and what NumPy's `.view` does for whole arrays).
 
 Invariants:
@@ -25,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+
+from minijit.codegen.vecmath.deferred import intrinsic, jit
 
 # 1.5 * 2**52: adding it to a double of magnitude below 2**51 rounds that double to an integer
 # (round-to-nearest-even, the current rounding mode) and leaves the integer in the low
@@ -38,6 +39,8 @@ SHIFTER_F64_BITS = 0x4338000000000000
 @intrinsic
 def f64_bits(typingctx, x):
     """The 64 bits of a float64 as an int64 (LLVM `bitcast double to i64`)."""
+    from numba import types
+
     if x != types.float64:
         return None
 
@@ -50,6 +53,8 @@ def f64_bits(typingctx, x):
 @intrinsic
 def f64_from_bits(typingctx, i):
     """The float64 whose bits are the int64 `i` (LLVM `bitcast i64 to double`)."""
+    from numba import types
+
     if not isinstance(i, types.Integer):
         return None
 
@@ -65,6 +70,8 @@ def f64_from_bits(typingctx, i):
 @intrinsic
 def f32_bits(typingctx, x):
     """The 32 bits of a float32 as an int32 (LLVM `bitcast float to i32`)."""
+    from numba import types
+
     if x != types.float32:
         return None
 
@@ -77,6 +84,8 @@ def f32_bits(typingctx, x):
 @intrinsic
 def f32_from_bits(typingctx, i):
     """The float32 whose bits are the low 32 bits of the integer `i` (trunc, then bitcast)."""
+    from numba import types
+
     if not isinstance(i, types.Integer):
         return None
 
@@ -92,25 +101,25 @@ def f32_from_bits(typingctx, i):
     return types.float32(i), codegen
 
 
-@njit(inline="always")
+@jit(inline="always")
 def pow2_f64(k):
     """2.0**k for int k in [-1022, 1023]: the biased exponent k + 1023 in bits 52..62."""
     return f64_from_bits((k + 1023) << 52)
 
 
-@njit(inline="always")
+@jit(inline="always")
 def pow2_f32(k):
     """np.float32(2.0**k) for int k in [-126, 127]: the biased exponent k + 127 in bits 23..30."""
     return f32_from_bits((k + 127) << 23)
 
 
-@njit(inline="always")
+@jit(inline="always")
 def f64_from_small_int(k):
     """float(k) for int k with |k| < 2**51, exactly (see SHIFTER_F64)."""
     return f64_from_bits(k + SHIFTER_F64_BITS) - SHIFTER_F64
 
 
-@njit(inline="always")
+@jit(inline="always")
 def copysign_f64(mag, sign_source):
     """|mag| with the sign bit of `sign_source` (both float64; `mag` must have its sign clear).
 
@@ -125,13 +134,13 @@ SHIFTER_F32 = 12582912.0
 SHIFTER_F32_BITS = 0x4B400000
 
 
-@njit(inline="always")
+@jit(inline="always")
 def f32_from_small_int(k):
     """np.float32(k) for int k with |k| < 2**22, exactly (see SHIFTER_F64)."""
     return f32_from_bits(k + SHIFTER_F32_BITS) - np.float32(SHIFTER_F32)
 
 
-@njit(inline="always")
+@jit(inline="always")
 def copysign_f32(mag, sign_source):
     """|mag| with the sign bit of `sign_source` (both float32; `mag` must have its sign clear).
 

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from minijit.codegen.vecmath.deferred import jit
 from minijit.codegen.vecmath.exp_log import exp_f64
 
-_jit = numba.njit(inline="always", error_model="numpy", cache=True)
+_jit = jit(inline="always", error_model="numpy", cache=True)
 
 
 _exp = exp_f64  # the one exponential erf uses: vectorizable (exp_log.py)

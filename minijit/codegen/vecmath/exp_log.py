@@ -37,7 +37,6 @@ log of subnormals exact in exponent; log1p(-1) = -inf, log1p(x < -1) = nan, log1
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from minijit.codegen.vecmath.bits import (
     SHIFTER_F32,
@@ -53,8 +52,9 @@ from minijit.codegen.vecmath.bits import (
     pow2_f32,
     pow2_f64,
 )
+from minijit.codegen.vecmath.deferred import jit
 
-_jit = njit(error_model="numpy", cache=True)  # a new process loads it, not compiles it
+_jit = jit(error_model="numpy", cache=True)  # a new process loads it, not compiles it
 
 INF = np.inf
 LOG2E = 1.4426950408889634  # 1/ln(2) rounded to double

@@ -20,9 +20,9 @@ accurate, and measured slower: tanh about 1.7x, logistic 1.4x).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from minijit.codegen.vecmath.bits import copysign_f32, copysign_f64, pow2_f64
+from minijit.codegen.vecmath.deferred import jit
 from minijit.codegen.vecmath.exp_log import (
     _exp_reduce,
     _expm1_moderate_f32,
@@ -31,7 +31,7 @@ from minijit.codegen.vecmath.exp_log import (
     exp_f64,
 )
 
-_jit = njit(error_model="numpy", cache=True)  # a new process loads it, not compiles it
+_jit = jit(error_model="numpy", cache=True)  # a new process loads it, not compiles it
 
 TANH_CLAMP_F64 = 20.0  # tanh(20) = 1 - 8.5e-18: rounds to 1 in float64
 TANH_CLAMP_F32 = 10.0  # tanh(10) = 1 - 4.1e-9: rounds to 1 in float32

@@ -52,10 +52,10 @@ float32 polynomials (Cephes' sinf and cosf) after the float64 reduction were 13 
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from minijit.codegen.vecmath.bits import f32_bits, f64_bits
+from minijit.codegen.vecmath.deferred import jit
 
 # --------------------------------------------------------------------------- 2/pi, exactly
 
@@ -129,7 +129,7 @@ S4, S5, S6 = 2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099
 C1_, C2_, C3_ = 4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05
 C4_, C5_, C6_ = -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11
 
-_jit = numba.njit(inline="always", error_model="numpy", cache=True)
+_jit = jit(inline="always", error_model="numpy", cache=True)
 
 
 @_jit
