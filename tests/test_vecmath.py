@@ -240,3 +240,23 @@ def test_registry_covers_every_function_and_dtype():
     assert {(n, d) for n in NAMES for d in DTYPES} <= set(FUNCTIONS)
     for (name, dtype), f in FUNCTIONS.items():
         assert f.py_func.__name__ == f"{name}_{'f64' if dtype == 'float64' else 'f32'}"
+
+
+def test_the_package_names_are_numba_functions_in_a_new_process():
+    """`vecmath.tanh_f64` is a Numba function wherever it is read, Numba's backend loaded or
+    not (the modules hold plain Python until then: vecmath/deferred.py), so a learner's own
+    njit loop can call it, as chapter 09 does."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, numba\n"
+            "from minijit.codegen import vecmath\n"
+            "assert 'minijit.codegen.compile' not in sys.modules\n"
+            "@numba.njit(error_model='numpy')\n"
+            "def f(x):\n"
+            "    return vecmath.tanh_f64(x) + vecmath.exp_f32(np.float32(x))\n"
+            "print(repr(f(0.5)))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert float(run.stdout) == pytest.approx(np.tanh(0.5) + np.exp(0.5), rel=1e-6)

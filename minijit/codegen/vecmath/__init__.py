@@ -94,20 +94,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from minijit.codegen.vecmath import deferred
-from minijit.codegen.vecmath.erf import erf_f32, erf_f64
-from minijit.codegen.vecmath.exp_log import (
-    exp_f32,
-    exp_f64,
-    expm1_f32,
-    expm1_f64,
-    log1p_f32,
-    log1p_f64,
-    log_f32,
-    log_f64,
-)
-from minijit.codegen.vecmath.hyperbolic import logistic_f32, logistic_f64, tanh_f32, tanh_f64
-from minijit.codegen.vecmath.trig import cos_f32, cos_f64, sin_f32, sin_f64
+from minijit.codegen.vecmath import deferred, erf, exp_log, hyperbolic, trig
 
 if TYPE_CHECKING:
     from numba.core.dispatcher import Dispatcher
@@ -120,35 +107,29 @@ if TYPE_CHECKING:
 DEFAULT = frozenset({"exp", "expm1", "log", "log1p", "tanh", "logistic"})
 
 # One entry per (primitive, dtype): the plain Python function, whose source the LLVM backend
-# reads; `FUNCTIONS` (below) holds their Numba functions.
+# reads. The package's own names (`vecmath.tanh_f64`) and `FUNCTIONS` are Numba's (below).
 SOURCES = {
-    ("exp", "float64"): exp_f64,
-    ("exp", "float32"): exp_f32,
-    ("expm1", "float64"): expm1_f64,
-    ("expm1", "float32"): expm1_f32,
-    ("log", "float64"): log_f64,
-    ("log", "float32"): log_f32,
-    ("log1p", "float64"): log1p_f64,
-    ("log1p", "float32"): log1p_f32,
-    ("tanh", "float64"): tanh_f64,
-    ("tanh", "float32"): tanh_f32,
-    ("logistic", "float64"): logistic_f64,
-    ("logistic", "float32"): logistic_f32,
-    ("sin", "float64"): sin_f64,
-    ("sin", "float32"): sin_f32,
-    ("cos", "float64"): cos_f64,
-    ("cos", "float32"): cos_f32,
-    ("erf", "float64"): erf_f64,
-    ("erf", "float32"): erf_f32,
-}
+    (name, dtype): getattr(module, f"{name}_f{dtype[5:]}")
+    for module, names in ((exp_log, ("exp", "expm1", "log", "log1p")),
+                          (hyperbolic, ("tanh", "logistic")), (trig, ("sin", "cos")),
+                          (erf, ("erf",)))
+    for name in names for dtype in ("float64", "float32")}
+_BY_NAME = {fn.__name__: fn for fn in SOURCES.values()}  # "tanh_f64" -> its plain function
 
 
 def __getattr__(name: str):
-    """`FUNCTIONS`, the Numba functions by (primitive, dtype), made on first use: reading it
-    compiles the package's functions with Numba (`deferred.compile_all`)."""
+    """The Numba functions, made on first use (`deferred.compile_all`, which imports Numba):
+    `vecmath.tanh_f64`, as generated code and Numba code of one's own call it, and
+    `FUNCTIONS`, all of them by (primitive, dtype)."""
     if name == "FUNCTIONS":
-        functions: dict[tuple[str, str], Dispatcher] = {
-            key: deferred.compiled(fn) for key, fn in SOURCES.items()}
-        globals()["FUNCTIONS"] = functions
-        return functions
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value: object = {key: deferred.compiled(fn) for key, fn in SOURCES.items()}
+    elif name in _BY_NAME:
+        value = deferred.compiled(_BY_NAME[name])
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    FUNCTIONS: dict[tuple[str, str], Dispatcher]
