@@ -4,35 +4,24 @@
 expressions), `compile.py` compiles and caches it, and `executable.py` calls it.
 
 Importing this package loads no Numba: the LLVM backend uses some of its modules (`buffers`,
-`vector_width`, `vecmath`'s source, `c_array` below), and a program it compiles does not pay
-for importing Numba. `NumbaExecutable`, `lower_jaxpr` and `CodegenError` load on first use.
+`boundary`, `vector_width`, `vecmath`'s source), and a program it compiles does not pay for
+importing Numba. It does fill `rules.numba_rules` (importing `lower` imports the rule modules),
+so that the table is whole wherever one reads it; `NumbaExecutable`, which compiles with
+Numba, loads on first use.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-
-def c_array(x, dtype) -> np.ndarray:
-    """`x` as a C-contiguous, aligned array of exactly `dtype`: `x` itself where it is one,
-    else a copy (Fortran order, strides, misaligned data and another byte order are converted
-    here). Both code generators' entries read their arrays this way."""
-    x = np.asarray(x)
-    if x.flags.c_contiguous and x.flags.aligned and x.dtype == dtype:
-        return x
-    return np.array(x, dtype=dtype, order="C")
-
-
-_LAZY = {"NumbaExecutable": "minijit.codegen.executable", "lower_jaxpr": "minijit.codegen.lower",
-         "CodegenError": "minijit.codegen.lower"}
+from minijit.codegen.boundary import c_array
+from minijit.codegen.lower import CodegenError, lower_jaxpr
 
 
 def __getattr__(name: str):
-    """The Numba backend's names, imported (with Numba) when first asked for."""
-    if name in _LAZY:
-        import importlib
+    """`NumbaExecutable`, imported (with Numba) when first asked for."""
+    if name == "NumbaExecutable":
+        from minijit.codegen.executable import NumbaExecutable
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return NumbaExecutable
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

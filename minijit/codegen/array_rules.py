@@ -18,7 +18,6 @@ import numpy as np
 
 from minijit import primitives as P
 from minijit import threads
-from minijit.codegen import blas
 from minijit.codegen.in_place import leading_pad, update_start
 from minijit.codegen.rules import Statements, numba_rules
 from minijit.codegen.scalar_rules import cast, dtype_name, literal, wrapping
@@ -339,6 +338,8 @@ def _dot_general(lo, eqn, args, outs):
             return product
         name = dtype_name(o.aval.dtype)
         return f"{product}.astype(np.{name})" if shape_of(o) else f"np.{name}({product})"
+
+    from minijit.codegen import blas  # imports Numba: here, not where the rules are filled
 
     if pd in (np.float64, np.float32) and blas.usable(threads.num_threads()):
         # NumPy's BLAS, told to transpose rather than given a transposed copy; a vector is a

@@ -14,7 +14,7 @@ import numpy as np
 
 from minijit import threads
 from minijit.codegen import buffers as memory  # reused between calls
-from minijit.codegen import c_array
+from minijit.codegen.boundary import c_array
 from minijit.codegen.compile import compile_source
 from minijit.codegen.lower import lower_jaxpr
 from minijit.ir import ClosedJaxpr

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 
 from minijit.codegen import buffers as memory
-from minijit.codegen import c_array
+from minijit.codegen.boundary import c_array
 from minijit.ir import ClosedJaxpr
 from minijit.llvm.emit import emit_program
 from minijit.llvm.engine import compile_ir

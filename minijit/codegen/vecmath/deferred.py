@@ -63,8 +63,9 @@ def compile_all() -> None:
     """Make every marked function's Numba function and put it in the package's namespaces."""
     if _compiled:
         return
-    import minijit.codegen.vecmath as package  # every module of it, so every mark is made
-
+    # Importing this module ran the package's __init__, which imports every module of the
+    # package: every mark is made by now.
+    package = __name__.rpartition(".")[0]
     with _lock:
         if _compiled:
             return
@@ -77,8 +78,7 @@ def compile_all() -> None:
             made[id(fn)] = numba_intrinsic(fn) if kind == "intrinsic" else numba.njit(**options)(fn)
             _plain_of[id(made[id(fn)])] = fn
         for name, module in list(sys.modules.items()):
-            if module is not None and (name == package.__name__
-                                       or name.startswith(package.__name__ + ".")):
+            if module is not None and (name == package or name.startswith(package + ".")):
                 for attr, value in list(vars(module).items()):
                     if id(value) in made:
                         setattr(module, attr, made[id(value)])
