@@ -16,8 +16,10 @@ safe to use from two threads. minijit's compiles, these and the Numba backend's
 (`codegen/compile.py`), hold `COMPILE_LOCK`; these also hold Numba's own compiler lock where
 Numba is loaded, which every Numba compile holds. This module does not load Numba: a program
 the LLVM backend compiles does not pay for importing it (about 0.4 s of a new process's
-first call). While Numba is not loaded, the only Numba compile that could start is the Numba
-backend's, which waits for `COMPILE_LOCK` first; so both locks are always taken in one order.
+first call). While Numba is not loaded, a Numba compile that starts is the Numba backend's,
+which waits for `COMPILE_LOCK` first, so both locks are always taken in one order; not
+excluded is a compile of one's own Numba code in another thread that first imported Numba
+while an LLVM compile was under way.
 """
 
 from __future__ import annotations

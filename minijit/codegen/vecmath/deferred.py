@@ -11,8 +11,9 @@ ones in every namespace of the package. That is where Numba looks a function up 
 a caller: generated code's `vecmath.tanh_f64`, or `_expm1_moderate` inside `tanh_f64`.
 
 Who calls `compile_all()`: the Numba backend, when it loads (`codegen/compile.py`), before it
-compiles anything; `folds`, which calls the casts of `bits`; and the first read of
-`vecmath.FUNCTIONS`, the Numba functions by (primitive, dtype).
+compiles anything; `folds`, which calls the casts of `bits`; and the first read of one of the
+package's names, `vecmath.tanh_f64` or `vecmath.FUNCTIONS` (the Numba functions by (primitive,
+dtype)), as a learner's own Numba code reads them.
 
 Invariants: before `compile_all()`, nothing here has imported Numba; after it, no module of the
 package holds a marked plain function, and `FUNCTIONS` holds Numba functions only; `plain(f)` is
