@@ -24,9 +24,6 @@ def _tables() -> list[dict]:
     """Every table keyed by primitive that minijit reads while it traces, runs or compiles."""
     import importlib
 
-    # lower's imports fill numba_rules: a snapshot taken before they ran would drop those
-    # rules when it is restored
-    import minijit.codegen.lower  # noqa: F401
     from minijit import core
     from minijit.codegen.rules import numba_rules
 
